@@ -1,0 +1,305 @@
+"""The content-addressed env cache.
+
+``<cache>/envs/<key>/`` holds one venv per :class:`LegSpec` identity. It is reused only
+when its marker (written atomically, last, after install, health check and pin check all
+passed) and a fresh health check agree; anything else is wiped and rebuilt. For every env
+we record ``uv pip freeze`` and the runtime stack; its lock hash is the hash of the
+freeze, so two cells compare on what was installed, not on what was asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from vllmdiag import atomic, proc, probes
+from vllmdiag.envs.gpu import gpu_info
+from vllmdiag.envs.spec import LegSpec, parse_requirement
+from vllmdiag.envs.uvtool import uv, uv_run
+from vllmdiag.errors import EnvError, ProcessError
+from vllmdiag.locks import file_lock
+from vllmdiag.paths import cache_root
+
+MARKER = ".vllmdiag-env.json"
+MARKER_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class EnvEvent:
+    """Progress of an env: ``kind`` is building, reused, ready or failed."""
+
+    leg: str
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Env:
+    """A ready environment: where it is and what it holds."""
+
+    spec: LegSpec
+    path: Path
+    python: Path
+    freeze: tuple[str, ...]
+    stack: dict[str, Any]
+    lock_hash: str
+    reused: bool = False
+    build_s: float = 0.0
+    gpu: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.python.parent
+
+    def installed(self) -> dict[str, str]:
+        """Distribution name (canonical) → version, from the freeze."""
+        return _freeze_versions(self.freeze)
+
+    def child_environ(self, base: dict[str, str]) -> dict[str, str]:
+        """``base`` with this env first on PATH and ``VIRTUAL_ENV`` set."""
+        env = dict(base)
+        env["PATH"] = f"{self.bin_dir}{':' + env['PATH'] if env.get('PATH') else ''}"
+        env["VIRTUAL_ENV"] = str(self.path)
+        return env
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "leg": self.spec.name,
+            "key": self.spec.key(),
+            "path": str(self.path),
+            "python": str(self.python),
+            "requirements": list(self.spec.requirements),
+            "pins": list(self.spec.pins),
+            "exclude_newer": self.spec.exclude_newer,
+            "lock_hash": self.lock_hash,
+            "stack": self.stack,
+            "gpu": self.gpu,
+            "freeze": list(self.freeze),
+            "reused": self.reused,
+            "build_s": round(self.build_s, 3),
+        }
+
+
+Observer = Callable[[EnvEvent], None]
+
+
+class EnvCache:
+    """Builds and hands out environments under ``root`` (default: the user cache)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or cache_root()) / "envs"
+
+    def path_for(self, spec: LegSpec) -> Path:
+        if spec.existing is not None:
+            return _existing_prefix(spec.existing)
+        return self.root / spec.key()
+
+    def lookup(self, spec: LegSpec) -> Env | None:
+        """The env for ``spec`` if it is built and healthy; never builds."""
+        if spec.existing is not None:
+            return self._adopt(spec)
+        return self._reuse(spec, self.path_for(spec))
+
+    def ensure(
+        self, spec: LegSpec, *, observer: Observer | None = None, log: Path | None = None
+    ) -> Env:
+        """The env for ``spec``, built if needed. Raises :class:`EnvError` on failure."""
+        notify = observer or (lambda _e: None)
+        if spec.existing is not None:
+            env = self._adopt(spec)
+            notify(EnvEvent(spec.name, "reused", str(env.path)))
+            return env
+        path = self.path_for(spec)
+        with file_lock(self.root / f"{path.name}.lock", what=f"env {spec.name}"):
+            env = self._reuse(spec, path)
+            if env is not None:
+                notify(EnvEvent(spec.name, "reused", str(path)))
+                return env
+            notify(EnvEvent(spec.name, "building", " ".join(spec.requirements)))
+            try:
+                env = self._build(spec, path, log)
+            except EnvError as exc:
+                notify(EnvEvent(spec.name, "failed", exc.message))
+                raise
+            notify(EnvEvent(spec.name, "ready", f"{env.build_s:.1f}s"))
+            return env
+
+    def _reuse(self, spec: LegSpec, path: Path) -> Env | None:
+        marker = path / MARKER
+        try:
+            data = atomic.read_json(marker)
+        except (OSError, ValueError):
+            return None
+        if data.get("schema") != MARKER_SCHEMA or data.get("key") != spec.key():
+            return None
+        python = Path(data["python"])
+        if not _healthy(python):
+            return None
+        return Env(
+            spec=spec,
+            path=path,
+            python=python,
+            freeze=tuple(data["freeze"]),
+            stack=data["stack"],
+            lock_hash=data["lock_hash"],
+            reused=True,
+            gpu=gpu_info(),
+        )
+
+    def _build(self, spec: LegSpec, path: Path, log: Path | None) -> Env:
+        start = time.monotonic()
+        if path.exists():
+            shutil.rmtree(path)
+        python = path / "bin" / "python"
+        where = f"leg {spec.name}"
+        try:
+            uv("venv", "--quiet", "--python", spec.python_request, path,
+               what=f"uv venv --python {spec.python_request}")
+        except ProcessError as exc:
+            raise EnvError(
+                f"cannot create a Python {spec.python_request} environment: {exc.message}",
+                where=where,
+                hint="install that Python on this machine (uv does not download one here) "
+                "or set the leg's 'python' to one that exists",
+            ) from None
+        args: list[str | Path] = ["pip", "install", "--python", python]
+        if spec.index_url:
+            args += ["--default-index", spec.index_url]
+        for url in spec.extra_index_urls:
+            args += ["--index", url]
+        if spec.exclude_newer:
+            args += ["--exclude-newer", spec.exclude_newer]
+        args += list(spec.requirements)
+        if spec.requirements:
+            done = uv_run(*args)
+            if log is not None:
+                _append_log(log, done)
+            if not done.ok:
+                shutil.rmtree(path, ignore_errors=True)
+                raise EnvError(
+                    "install failed: " + _resolver_message(done),
+                    where=where,
+                    hint="the requirements do not resolve or build here; see the message "
+                    "above (an --exclude-newer date or index may exclude the version)",
+                )
+        if not _healthy(python):
+            raise EnvError("the new environment's python does not start", where=where)
+        env = self._describe(spec, path, python, reused=False, build_s=time.monotonic() - start)
+        check_pins(env)
+        atomic.write_json(path / MARKER, {"schema": MARKER_SCHEMA, "key": spec.key(),
+                                           "created": _now(), **env.to_json()})
+        return env
+
+    def _adopt(self, spec: LegSpec) -> Env:
+        assert spec.existing is not None
+        python = _existing_python(spec.existing)
+        if not _healthy(python):
+            raise EnvError(
+                f"no working python at {spec.existing}",
+                where=f"leg {spec.name}",
+                hint="give the path of a virtual environment or of its bin/python",
+            )
+        env = self._describe(spec, _existing_prefix(spec.existing), python, reused=True)
+        check_pins(env)
+        return env
+
+    def _describe(
+        self, spec: LegSpec, path: Path, python: Path, *, reused: bool, build_s: float = 0.0
+    ) -> Env:
+        freeze = tuple(
+            line
+            for line in uv("pip", "freeze", "--python", python, what="uv pip freeze").splitlines()
+            if line.strip()
+        )
+        stack = json.loads(
+            proc.check_output([str(python), str(probes.script("stack"))], what="stack probe")
+        )
+        lock_hash = hashlib.sha256("\n".join(sorted(freeze)).encode()).hexdigest()[:16]
+        return Env(spec, path, python, freeze, stack, lock_hash, reused, build_s, gpu_info())
+
+
+def check_pins(env: Env) -> None:
+    """Every requirement of the leg must hold in what was installed; else EnvError."""
+    installed = env.installed()
+    problems = []
+    for text in env.spec.requirements:
+        req = parse_requirement(text)
+        got = installed.get(canonicalize_name(req.name))
+        if got is None:
+            problems.append(f"{req.name} is not installed (wanted {text})")
+            continue
+        if req.specifier and not _satisfies(req, got):
+            problems.append(f"{req.name}=={got} does not satisfy {text}")
+    if problems:
+        raise EnvError(
+            "a pin did not hold: " + "; ".join(problems),
+            where=f"leg {env.spec.name} ({env.path})",
+            hint="another requirement forces a different version; this cell cannot test "
+            "the pin, so it is an error, not a result",
+        )
+
+
+def _satisfies(req: Requirement, version: str) -> bool:
+    try:
+        return req.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def _freeze_versions(freeze: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in freeze:
+        if "==" in line:
+            name, _, ver = line.partition("==")
+            out[canonicalize_name(name.strip())] = ver.strip()
+        elif " @ " in line:
+            name = line.split(" @ ", 1)[0]
+            out[canonicalize_name(name.strip())] = "@" + line.split(" @ ", 1)[1]
+    return out
+
+
+def _healthy(python: Path) -> bool:
+    if not python.exists():
+        return False
+    done = proc.run([str(python), "-c", "import sys, json"], capture=True, timeout=60)
+    return done.ok
+
+
+def _existing_python(path: Path) -> Path:
+    if path.is_dir():
+        for cand in (path / "bin" / "python", path / "bin" / "python3"):
+            if cand.exists():
+                return cand
+        return path / "bin" / "python"
+    return path
+
+
+def _existing_prefix(path: Path) -> Path:
+    python = _existing_python(path)
+    return python.parent.parent if python.parent.name == "bin" else python.parent
+
+
+def _resolver_message(done: proc.Completed) -> str:
+    text = (done.stderr.strip() or done.stdout.strip() or f"uv exited {done.rc}")
+    return text[-3000:]
+
+
+def _append_log(log: Path, done: proc.Completed) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(f"$ {' '.join(done.argv)}\n{done.stdout}{done.stderr}\n[rc={done.rc}]\n")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

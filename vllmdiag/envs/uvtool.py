@@ -1,0 +1,43 @@
+"""Calls to uv: the binary shipped by the ``uv`` package, run through :mod:`vllmdiag.proc`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+from vllmdiag import proc
+from vllmdiag.errors import EnvError
+
+
+@lru_cache(maxsize=1)
+def uv_bin() -> str:
+    try:
+        import uv
+
+        return str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise EnvError("uv is not installed", hint="pip install uv (vllmdiag depends on it)")
+
+
+def uv_environ() -> dict[str, str]:
+    """Our environment for uv: the user's index and cache settings stay; Python downloads
+    are off (only package registries may be reachable)."""
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    env.setdefault("UV_NO_PROGRESS", "1")
+    return env
+
+
+def uv(*args: str | Path, timeout: float = 1800.0, what: str | None = None) -> str:
+    return proc.check_output([uv_bin(), *map(str, args)], env=uv_environ(), timeout=timeout,
+                             what=what)
+
+
+def uv_run(*args: str | Path, timeout: float = 1800.0) -> proc.Completed:
+    return proc.run([uv_bin(), *map(str, args)], env=uv_environ(), timeout=timeout, capture=True)

@@ -1,0 +1,279 @@
+"""The only module that starts subprocesses.
+
+Every child runs in its own session (so its own process group). Its output goes straight
+to a file, never through a pipe we could fail to drain, so a log is complete even when
+vllmdiag itself is killed. On timeout or Ctrl-C the whole tree gets SIGTERM, then
+SIGKILL after a grace period: profilers need the TERM to flush their traces, and a
+child that ignores it must still not outlive the cell. Descendants that left the group
+(``setsid``) are tracked by walking ``/proc`` while the child runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllmdiag.errors import ProcessError
+
+DEFAULT_GRACE_S = 10.0
+
+#: Variables a child never inherits unless the caller sets them explicitly: they change
+#: what vLLM, Python or uv do behind the recipe's back.
+CLEARED_PREFIXES = ("VLLM_", "UV_", "PIP_", "CONDA_", "TORCH_", "CUDA_LAUNCH", "NCCL_DEBUG")
+CLEARED_NAMES = frozenset(
+    {
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "PYTHONNOUSERSITE",
+        "PYTHONSAFEPATH",
+        "VIRTUAL_ENV",
+        "OMP_NUM_THREADS",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "LD_PRELOAD",
+        "__PYVENV_LAUNCHER__",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What a finished (or stopped) child did."""
+
+    argv: tuple[str, ...]
+    rc: int | None
+    elapsed_s: float
+    timed_out: bool = False
+    interrupted: bool = False
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out and not self.interrupted
+
+
+Tick = Callable[[float], None]
+
+
+def clean_environ(
+    base: Mapping[str, str] | None = None,
+    *,
+    keep: Iterable[str] = (),
+) -> dict[str, str]:
+    """``base`` (default: ours) less the variables that leak one run into another."""
+    src = dict(os.environ if base is None else base)
+    keep_set = set(keep)
+    return {
+        k: v
+        for k, v in src.items()
+        if k in keep_set or not (k in CLEARED_NAMES or k.startswith(CLEARED_PREFIXES))
+    }
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float | None = None,
+    log: Path | None = None,
+    capture: bool = False,
+    grace_s: float = DEFAULT_GRACE_S,
+    on_tick: Tick | None = None,
+    tick_s: float = 0.25,
+) -> Completed:
+    """Run ``argv`` to completion in its own process group.
+
+    ``log``: stdout and stderr together, appended in full. ``capture``: return them as
+    text instead (for short helper commands). A missing program raises
+    :class:`ProcessError`; a non-zero exit does not (look at ``rc``), and neither does
+    Ctrl-C: the tree is stopped and ``interrupted`` is set, for the caller to journal
+    before it stops.
+    """
+    args = tuple(str(a) for a in argv)
+    with contextlib.ExitStack() as stack:
+        if capture:
+            out = stack.enter_context(tempfile.TemporaryFile())
+            err = stack.enter_context(tempfile.TemporaryFile())
+        elif log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            out = stack.enter_context(open(log, "ab"))  # noqa: SIM115
+            err = out
+        else:
+            out = err = stack.enter_context(open(os.devnull, "wb"))  # noqa: SIM115
+        start = time.monotonic()
+        try:
+            child = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ProcessError(
+                f"cannot start {args[0]!r}: {exc.strerror or exc}",
+                hint="check that the program exists and is executable",
+            ) from exc
+        rc, timed_out, interrupted = _wait(child, start, timeout, grace_s, on_tick, tick_s)
+        elapsed = time.monotonic() - start
+        stdout = stderr = ""
+        if capture:
+            out.seek(0)
+            err.seek(0)
+            stdout = out.read().decode("utf-8", "replace")
+            stderr = err.read().decode("utf-8", "replace")
+    return Completed(args, rc, elapsed, timed_out, interrupted, stdout, stderr)
+
+
+def check_output(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float | None = 600.0,
+    what: str | None = None,
+) -> str:
+    """Run a helper command and return its stdout; a failure raises with its stderr."""
+    done = run(argv, env=env, cwd=cwd, timeout=timeout, capture=True)
+    if done.interrupted:
+        raise KeyboardInterrupt
+    if not done.ok:
+        label = what or " ".join(done.argv[:3])
+        reason = "timed out" if done.timed_out else f"exited {done.rc}"
+        detail = (done.stderr.strip() or done.stdout.strip())[-2000:]
+        raise ProcessError(f"{label} {reason}:\n{detail}" if detail else f"{label} {reason}")
+    return done.stdout
+
+
+def _wait(
+    child: subprocess.Popen[bytes],
+    start: float,
+    timeout: float | None,
+    grace_s: float,
+    on_tick: Tick | None,
+    tick_s: float,
+) -> tuple[int | None, bool, bool]:
+    tracked: set[int] = set()
+    pgid = child.pid  # start_new_session: the child leads its own group
+    last_scan = 0.0
+    try:
+        while True:
+            try:
+                rc = child.wait(timeout=tick_s)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if now - last_scan >= 1.0:
+                tracked |= descendants(child.pid)
+                last_scan = now
+            if on_tick is not None:
+                on_tick(now - start)
+            if timeout is not None and now - start > timeout:
+                kill_tree(child, pgid, tracked, grace_s)
+                return child.returncode, True, False
+    except KeyboardInterrupt:
+        kill_tree(child, pgid, tracked, grace_s)
+        return child.returncode, False, True
+    # The child is gone; anything it left behind in its group or below it goes too.
+    leftovers = _alive(group_members(pgid) | tracked)
+    if leftovers:
+        _terminate(leftovers, grace_s)
+    return rc, False, False
+
+
+def kill_tree(
+    child: subprocess.Popen[bytes], pgid: int, tracked: set[int], grace_s: float
+) -> None:
+    """TERM the child's group and every descendant seen, then KILL what is left."""
+    pids = group_members(pgid) | descendants(child.pid) | tracked | {child.pid}
+    _terminate(pids, grace_s, child=child)
+
+
+def _terminate(
+    pids: set[int], grace_s: float, child: subprocess.Popen[bytes] | None = None
+) -> None:
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if child is not None:
+            child.poll()
+        if not _alive(pids):
+            break
+        time.sleep(0.05)
+    for pid in _alive(pids):
+        _signal(pid, signal.SIGKILL)
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=5)
+    deadline = time.monotonic() + 5
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgid) of a process from /proc, or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()
+    return fields[0], int(fields[1]), int(fields[2])
+
+
+def _all_stats() -> dict[int, tuple[str, int, int]]:
+    out: dict[int, tuple[str, int, int]] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                st = _stat(int(entry.name))
+                if st is not None:
+                    out[int(entry.name)] = st
+    return out
+
+
+def _alive(pids: Iterable[int]) -> set[int]:
+    """Those of ``pids`` still running (zombies count as gone)."""
+    live = set()
+    for pid in pids:
+        st = _stat(pid)
+        if st is not None and st[0] not in ("Z", "X"):
+            live.add(pid)
+    return live
+
+
+def group_members(pgid: int) -> set[int]:
+    return {pid for pid, (state, _, g) in _all_stats().items() if g == pgid and state != "Z"}
+
+
+def descendants(root: int) -> set[int]:
+    """Every live process below ``root`` (children, grandchildren, ...)."""
+    children: dict[int, list[int]] = {}
+    for pid, (_, ppid, _) in _all_stats().items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    stack = [root]
+    while stack:
+        for kid in children.get(stack.pop(), []):
+            if kid not in found:
+                found.add(kid)
+                stack.append(kid)
+    return found
