@@ -92,7 +92,7 @@ class State:
 def decode_step(s: State) -> None:
     """One token for every sequence; updates tokens, mask and KV caches in place."""
     x = s.model.embed(s.tokens)
-    for layer, (kc, vc) in zip(s.model.layers, s.caches):
+    for layer, (kc, vc) in zip(s.model.layers, s.caches, strict=True):
         x = layer(x, kc, vc, s.pos, s.mask)
     logits = s.model.head(s.model.norm(x))
     s.tokens.copy_(torch.argmax(logits, dim=-1))
