@@ -1,0 +1,1 @@
+"""Dependency windows (which versions of a package carry a symbol) and release bisection."""

@@ -1,0 +1,123 @@
+"""Release bisection over an ordered list of versions, pure.
+
+Three verdicts (good, bad, skip) as in ``git bisect run``; both endpoints are checked
+first (a "good" end that fails is an error, not a result); skipped versions are stepped
+around (the next candidate is the untested one nearest the middle); verdicts the caller
+already knows (a journal) are reused, not re-run.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from vllmdiag.errors import VllmdiagError
+
+
+class Verdict(str, Enum):
+    GOOD = "good"
+    BAD = "bad"
+    SKIP = "skip"
+
+
+def verdict_for_rc(rc: int | None) -> Verdict:
+    """git-bisect-run rules: 0 good, 125 skip, anything else (incl. a timeout) bad."""
+    if rc == 0:
+        return Verdict.GOOD
+    if rc == 125:
+        return Verdict.SKIP
+    return Verdict.BAD
+
+
+def majority(votes: Sequence[Verdict]) -> Verdict:
+    """The verdict most repeats agree on; a tie (or nothing) is a skip."""
+    if not votes:
+        return Verdict.SKIP
+    ranked = Counter(votes).most_common()
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return Verdict.SKIP
+    return ranked[0][0]
+
+
+def metric_verdict(value: float, baseline: float, threshold: float) -> Verdict:
+    """A performance check: ``ratio = value / baseline``. A threshold below 1 is for a
+    higher-is-better metric (bad when the ratio falls below it), above 1 for a
+    lower-is-better one (bad when the ratio rises above it)."""
+    if baseline == 0:
+        return Verdict.SKIP
+    ratio = value / baseline
+    if threshold <= 1:
+        return Verdict.GOOD if ratio >= threshold else Verdict.BAD
+    return Verdict.GOOD if ratio <= threshold else Verdict.BAD
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """``last_good``/``first_bad`` are positions; ``untested`` lie between them (skipped
+    or unreachable), so the change is somewhere in ``last_good+1 .. first_bad``."""
+
+    last_good: int
+    first_bad: int
+    skipped: tuple[int, ...]
+
+    @property
+    def exact(self) -> bool:
+        return self.first_bad - self.last_good == 1
+
+
+def next_candidate(n: int, verdicts: Mapping[int, Verdict]) -> int | None:
+    """The next position to check, or None when the change is pinned down."""
+    lo, hi = _bracket(n, verdicts)
+    open_ = [i for i in range(lo + 1, hi) if i not in verdicts]
+    if not open_:
+        return None
+    mid = (lo + hi) / 2
+    return min(open_, key=lambda i: (abs(i - mid), i))
+
+
+def _bracket(n: int, verdicts: Mapping[int, Verdict]) -> tuple[int, int]:
+    bads = [i for i, v in verdicts.items() if v is Verdict.BAD]
+    hi = min(bads, default=n - 1)
+    goods = [i for i, v in verdicts.items() if v is Verdict.GOOD and i < hi]
+    lo = max(goods, default=0)
+    return lo, hi
+
+
+def outcome(n: int, verdicts: Mapping[int, Verdict]) -> Outcome:
+    lo, hi = _bracket(n, verdicts)
+    return Outcome(lo, hi, tuple(i for i in range(lo + 1, hi) if verdicts.get(i) is Verdict.SKIP))
+
+
+def bisect(n: int, check: Callable[[int], Verdict]) -> tuple[Outcome, dict[int, Verdict]]:
+    """Check both ends, then bisect. ``check`` may answer from a journal."""
+    if n < 2:
+        raise VllmdiagError(
+            "need at least two versions to bisect",
+            hint="--good and --bad must name different versions",
+        )
+    verdicts: dict[int, Verdict] = {}
+    for pos, want in ((0, Verdict.GOOD), (n - 1, Verdict.BAD)):
+        got = check(pos)
+        verdicts[pos] = got
+        if got is not want:
+            end = "good" if want is Verdict.GOOD else "bad"
+            raise EndpointError(pos, end, got)
+    while (step := next_candidate(n, verdicts)) is not None:
+        verdicts[step] = check(step)
+    return outcome(n, verdicts), verdicts
+
+
+class EndpointError(VllmdiagError):
+    """An endpoint's check disagreed with what the user said it was."""
+
+    def __init__(self, position: int, end: str, got: Verdict) -> None:
+        super().__init__(
+            f"the --{end} version checks {got.value}, not {end}",
+            hint=f"check the --{end} version and the check command; a {end} end that "
+            f"does not check {end} leaves nothing to bisect",
+        )
+        self.position = position
+        self.end = end
+        self.got = got

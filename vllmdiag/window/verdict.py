@@ -1,0 +1,103 @@
+"""The one-sentence verdict on a consumer's declared range, and the bound to suggest
+upstream. Pure: versions are already classified (present / absent / undecided)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from vllmdiag.window.model import Status
+
+
+@dataclass(frozen=True)
+class Assessment:
+    admitted_with: tuple[str, ...]
+    admitted_without: tuple[str, ...]
+    admitted_unknown: tuple[str, ...]
+    suggested_bound: str | None  # e.g. "<4.6.0" (what to add)
+    suggested_specifier: str | None  # e.g. ">=4.4.0.dev1,<4.6.0"
+    verdict: str
+
+
+def assess(
+    *,
+    consumer: str,
+    package: str,
+    symbol: str,
+    declared: str | None,
+    rows: Sequence[tuple[Version, Status]],
+    resolves_to: str | None,
+) -> Assessment:
+    """``rows``: every version of the table (sorted) with its status, probed or inferred."""
+    spec = SpecifierSet(declared or "")
+    admitted = [(v, s) for v, s in rows if spec.contains(v, prereleases=True)]
+    with_ = tuple(str(v) for v, s in admitted if s.has_symbol is True)
+    without = tuple(str(v) for v, s in admitted if s.has_symbol is False)
+    unknown = tuple(str(v) for v, s in admitted if s.has_symbol is None)
+    bound = _bound(rows, admitted)
+    suggested = _join(declared, bound) if bound else None
+    decl = f"{package}{declared}" if declared else f"{package} (no constraint)"
+    if declared is None:
+        head = f"{consumer} does not itself require {package}"
+    else:
+        head = f"{consumer} declares {decl}"
+    picked = ""
+    if resolves_to is not None:
+        state = dict((str(v), s) for v, s in rows).get(resolves_to)
+        lacks = state is not None and state.has_symbol is False
+        picked = f"; a fresh resolve picks {resolves_to}" + (", which lacks it" if lacks else "")
+    if not admitted:
+        sentence = f"{head}, which admits none of the versions examined{picked}."
+    elif not with_:
+        sentence = (
+            f"{head}, and no version it admits has {symbol}: {consumer} cannot work under "
+            f"its own constraints{picked}."
+        )
+    elif not without:
+        sentence = f"{head}; every version it admits has {symbol}{picked}. Nothing to fix."
+    else:
+        sentence = (
+            f"{head}, which admits {len(without)} version(s) without {symbol} "
+            f"({_span(without)}){picked}. Suggest upstream: {package}{suggested}."
+        )
+    return Assessment(with_, without, unknown, bound, suggested, sentence)
+
+
+def _bound(
+    rows: Sequence[tuple[Version, Status]], admitted: Sequence[tuple[Version, Status]]
+) -> str | None:
+    """The bounds that cut the admitted range down to the newest run of versions that
+    have the symbol: ``<`` the version after it, ``>=`` its first where older admitted
+    versions lack it."""
+    ok = [v for v, s in admitted if s.has_symbol is True]
+    if not ok:
+        return None
+    newest_ok = ok[-1]
+    order = [v for v, _ in rows]
+    pos = order.index(newest_ok)
+    parts = []
+    start = pos
+    while start > 0 and rows[start - 1][1].has_symbol is not False:
+        start -= 1
+    while rows[start][1].has_symbol is not True:
+        start += 1
+    first = rows[start][0]
+    if any(s.has_symbol is False and v < first for v, s in admitted):
+        parts.append(f">={first}")
+    end = pos + 1
+    if any(v > newest_ok and s.has_symbol is not True for v, s in admitted) and end < len(rows):
+        parts.append(f"<{rows[end][0]}")
+    return ",".join(parts) or None
+
+
+def _join(declared: str | None, bound: str) -> str:
+    return ",".join(p for p in (declared, bound) if p)
+
+
+def _span(versions: Sequence[str]) -> str:
+    if len(versions) <= 3:
+        return ", ".join(versions)
+    return f"{versions[0]} … {versions[-1]}"
