@@ -1,4 +1,7 @@
-"""Two legs of the decode loop on one GPU, differing in one variable: eager vs CUDA graph.
+"""Legs of the decode loop on one GPU, each pair differing in one variable.
+
+``eager`` vs ``graph``: kernel launches from Python vs CUDA-graph replay. ``eager`` vs
+``sdpa``: hand-written attention vs torch's fused attention.
 
 Run on the GPU machine from the repository root (needs torch, nothing else):
 
@@ -24,7 +27,11 @@ from vllmdiag.probes import script  # noqa: E402
 
 MODEL = ["--layers", "4", "--hidden", "1024", "--heads", "16", "--batch", "8",
          "--max-len", "512", "--vocab", "32000"]  # fmt: skip
-LEGS = {"eager": ["--mode", "eager"], "graph": ["--mode", "graph"]}
+LEGS = {
+    "eager": ["--mode", "eager"],
+    "graph": ["--mode", "graph"],
+    "sdpa": ["--mode", "eager", "--attn", "sdpa"],
+}
 TIMED_STEPS = 400
 PROFILED_STEPS = 40
 WARMUP = 20

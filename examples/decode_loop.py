@@ -3,7 +3,9 @@
 One variable tells two legs apart: ``--mode eager`` launches every kernel of a decode
 step from Python; ``--mode graph`` captures one step in a CUDA graph and replays it.
 Both run the same static-shape computation (attention over the whole KV cache with a
-mask), so the kernels are the same and only launch overhead differs.
+mask), so the kernels are the same and only launch overhead differs. ``--attn sdpa``
+swaps the hand-written attention (einsum, softmax, einsum) for torch's fused
+``scaled_dot_product_attention``: a second single-variable pair, where kernels differ.
 
 Under vllmdiag's torch launcher (``vllmdiag/probes/torch_launch.py``) the launcher calls
 ``vllmdiag_setup`` and ``vllmdiag_step``; run directly it times a few steps itself.
@@ -24,6 +26,7 @@ import torch.nn.functional as F
 def options(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="decode_loop")
     p.add_argument("--mode", choices=("eager", "graph"), default="eager")
+    p.add_argument("--attn", choices=("manual", "sdpa"), default="manual")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--hidden", type=int, default=1024)
@@ -36,9 +39,10 @@ def options(argv: list[str]) -> argparse.Namespace:
 
 
 class Layer(torch.nn.Module):
-    def __init__(self, hidden: int, heads: int) -> None:
+    def __init__(self, hidden: int, heads: int, attn: str) -> None:
         super().__init__()
         self.heads = heads
+        self.attn = attn
         self.norm1 = torch.nn.RMSNorm(hidden)
         self.qkv = torch.nn.Linear(hidden, 3 * hidden, bias=False)
         self.out = torch.nn.Linear(hidden, hidden, bias=False)
@@ -60,9 +64,14 @@ class Layer(torch.nn.Module):
         # write this step's K/V at the current position (a device tensor: graph-safe)
         k_cache.index_copy_(2, pos, k.unsqueeze(2))
         v_cache.index_copy_(2, pos, v.unsqueeze(2))
-        scores = torch.einsum("bhd,bhtd->bht", q, k_cache) / math.sqrt(d)
-        probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
-        attn = torch.einsum("bht,bhtd->bhd", probs, v_cache).reshape(b, h)
+        if self.attn == "sdpa":  # one fused kernel where torch has one for these shapes
+            attn = F.scaled_dot_product_attention(
+                q.unsqueeze(2), k_cache, v_cache, attn_mask=~mask.unsqueeze(2)
+            ).reshape(b, h)
+        else:
+            scores = torch.einsum("bhd,bhtd->bht", q, k_cache) / math.sqrt(d)
+            probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+            attn = torch.einsum("bht,bhtd->bhd", probs, v_cache).reshape(b, h)
         x = x + self.out(attn)
         gate, up = self.up(self.norm2(x)).chunk(2, dim=-1)
         return x + self.down(F.silu(gate) * up)
@@ -72,7 +81,7 @@ class Model(torch.nn.Module):
     def __init__(self, o: argparse.Namespace) -> None:
         super().__init__()
         self.embed = torch.nn.Embedding(o.vocab, o.hidden)
-        self.layers = torch.nn.ModuleList(Layer(o.hidden, o.heads) for _ in range(o.layers))
+        self.layers = torch.nn.ModuleList(Layer(o.hidden, o.heads, o.attn) for _ in range(o.layers))
         self.norm = torch.nn.RMSNorm(o.hidden)
         self.head = torch.nn.Linear(o.hidden, o.vocab, bias=False)
 

@@ -146,12 +146,13 @@ def main(argv):
         meta["step_s"] = per_step
         meta.update(mode="steps", warmup=ns.warmup, steps=ns.steps, tokens=tokens)
         if not ns.no_profile:
-            phases.sync()
-            t0 = time.perf_counter()
-            with prof, phases.range("vllmdiag:measured"):
-                run_steps(phases, step, state, ns.warmup, ns.steps, None)
+            with prof:  # started before the clock: CUPTI's start-up is not the workload's
                 phases.sync()
-            meta["wall_s_profiled"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                with phases.range("vllmdiag:measured"):
+                    run_steps(phases, step, state, ns.warmup, ns.steps, None)
+                    phases.sync()
+                meta["wall_s_profiled"] = time.perf_counter() - t0
     else:
         meta.update(mode="script", warmup=0, steps=None, tokens=None)
         sys.argv = [ns.script, *ns.script_args]
