@@ -66,7 +66,7 @@ def window(
         def observe(event: WindowEvent) -> None:
             if event.kind == "probe-start":
                 status.update(f"probing {pkg}=={event.version}")
-            elif event.kind == "probe-done" and event.result is not None and not as_json:
+            elif event.kind == "probe-done" and event.result and not event.result.stored:
                 r = event.result
                 how = "stored" if r.stored else f"{r.elapsed_s:.1f}s"
                 console.print(f"  [dim]{event.version}: {r.status.value} ({how})[/]")

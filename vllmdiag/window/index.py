@@ -93,21 +93,25 @@ def _file(raw: dict[str, object], page_url: str) -> IndexFile:
 
 
 def metadata(file: IndexFile) -> str:
-    """The file's core metadata (``METADATA``) from ``<url>.metadata`` (PEP 658). Tried
-    for every wheel, since some mirrors serve the file without advertising it; we never
-    download a whole wheel for this."""
-    if not (file.has_metadata or file.is_wheel):
+    """The file's core metadata (``METADATA``): ``<url>.metadata`` (PEP 658) where the
+    index serves it, else read out of the wheel by HTTP range requests. A whole wheel is
+    never downloaded for this."""
+    if not file.is_wheel:
         raise VllmdiagError(
-            f"the index offers no metadata file for {file.filename}",
-            hint="use an index that serves PEP 658 metadata (PyPI does)",
+            f"{file.filename} is not a wheel: its metadata cannot be read without building",
+            hint="the consumer check reads Requires-Dist from wheels",
         )
-    base = file.url.split("#", 1)[0]
-    return _cached_get(base + ".metadata")
+    return _metadata(file.url.split("#", 1)[0])
 
 
 @lru_cache(maxsize=512)
-def _cached_get(url: str) -> str:
-    return _get(url, accept="*/*", what=url)
+def _metadata(url: str) -> str:
+    try:
+        return _get(url + ".metadata", accept="*/*", what=url)
+    except VllmdiagError:
+        from vllmdiag.window.remote_zip import wheel_metadata
+
+        return wheel_metadata(url)
 
 
 def requires_dist(metadata_text: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -18,7 +18,7 @@ from vllmdiag.window.model import ProbeResult, Status
 from vllmdiag.window.probe import ProbeSpec, check_python, probe_many
 from vllmdiag.window.search import SearchResult, search
 from vllmdiag.window.store import ProbeKey, ProbeStore
-from vllmdiag.window.verdict import Assessment, assess
+from vllmdiag.window.verdict import Assessment, assess, conflicting
 from vllmdiag.window.versions import candidates, parse_date, parse_specifier, window_specifier
 
 
@@ -274,6 +274,11 @@ def _consumer(
         rows=[(v, r.status) for v, r in zip(versions, rows, strict=True)],
         resolves_to=picked,
     )
+    table = [(v, r.status) for v, r in zip(versions, rows, strict=True)]
+    clash = conflicting([(f"{k.package}=={k.version}", k.specifier) for k in constrained], table)
+    if clash:
+        more = "; ".join(clash)
+        assessment = replace(assessment, verdict=f"{assessment.verdict} In today's resolve {more}.")
     return ConsumerReport(
         requirement=text,
         release=release,

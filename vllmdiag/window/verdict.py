@@ -101,3 +101,16 @@ def _span(versions: Sequence[str]) -> str:
     if len(versions) <= 3:
         return ", ".join(versions)
     return f"{versions[0]} … {versions[-1]}"
+
+
+def conflicting(
+    constraints: Sequence[tuple[str, str]], rows: Sequence[tuple[Version, Status]]
+) -> list[str]:
+    """Of ``(who, specifier)`` pairs from the resolve, those that admit no version with
+    the symbol: a bound upstream would force the resolver to move them too."""
+    out = []
+    for who, spec_text in constraints:
+        spec = SpecifierSet(spec_text)
+        if not any(spec.contains(v, prereleases=True) and s.has_symbol for v, s in rows):
+            out.append(f"{who} requires {spec_text or '(any)'}, which admits no version with it")
+    return out
