@@ -145,6 +145,7 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
             hint="e.g. --symbol cutlass.cute.core.ThrMma",
         )
     python = req.python or default_python()
+    check_python(python)
     range_text = req.versions if req.versions is not None else (str(pkg.specifier) or None)
     spec = parse_specifier(range_text)
     when = parse_date(req.exclude_newer) if req.exclude_newer else None
@@ -153,8 +154,6 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
     found = candidates(proj.files, python=python, spec=spec, pre=req.pre, exclude_newer=when)
     versions = [c.version for c in found]
     notify(WindowEvent("versions", detail=f"{len(versions)} candidate versions"))
-    if versions:
-        check_python(python)
     extras = f"[{','.join(sorted(pkg.extras))}]" if pkg.extras else ""
     probe_spec = ProbeSpec(
         f"{pkg.name}{extras}",
@@ -184,7 +183,8 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
 
         fresh = probe_many(probe_spec, todo, jobs=req.jobs, observer=relay) if todo else {}
         for v, r in fresh.items():
-            store.put(_key(probe_spec, v), r)
+            if r.status is not Status.INSTALL_FAILED:  # maybe the network's fault: retry
+                store.put(_key(probe_spec, v), r)
             results[v] = r
             counts["run"] += 1
         return {i: results[str(versions[i])].status for i in positions}

@@ -1,0 +1,136 @@
+"""window against the real index and real uv envs, with a small package: packaging's
+``packaging.version.LegacyVersion`` is gone from 22.0 on."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vllmdiag.cli.app import app
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.window import index
+from vllmdiag.window.job import WindowRequest, run_window
+from vllmdiag.window.model import Status
+from vllmdiag.window.remote_zip import wheel_metadata
+
+pytestmark = pytest.mark.network
+
+SYMBOL = "packaging.version.LegacyVersion"
+
+
+def test_window_finds_the_22_0_removal_with_both_sides_probed() -> None:
+    req = WindowRequest("packaging", SYMBOL, versions=">=20.4,<23.1", no_cache=True, jobs=2)
+    report = run_window(req)
+    rows = {r.version: r for r in report.rows}
+    assert rows["21.3"].status is Status.PRESENT and rows["21.3"].probed
+    assert rows["22.0"].status is Status.ABSENT and rows["22.0"].probed
+    assert "no attribute 'LegacyVersion'" in rows["22.0"].detail
+    assert report.window == ">=20.4,<22.0"
+    assert report.probes_run < len(report.rows)
+    assert any(not r.probed for r in report.rows)  # the rest were inferred
+
+    again = run_window(WindowRequest("packaging", SYMBOL, versions=">=20.4,<23.1"))
+    assert again.probes_run == 0 and again.probes_stored == report.probes_run
+    assert [(r.version, r.status) for r in again.rows] == [
+        (r.version, r.status) for r in report.rows
+    ]
+    assert again.elapsed_s < 1.0
+
+
+def test_module_missing_and_scan() -> None:
+    report = run_window(
+        WindowRequest(
+            "packaging", "packaging.nosuchmodule.X", versions=">=23.1,<23.3", scan=True, jobs=2
+        )
+    )
+    assert [r.status for r in report.rows] == [Status.MODULE_MISSING] * 2
+    assert all(r.probed for r in report.rows) and report.window is None
+
+
+def test_install_failure_is_reported_not_counted_absent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # uv offline with an empty cache cannot install anything: a real resolver failure.
+    shared_cache = os.environ["UV_CACHE_DIR"]
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path))
+    req = WindowRequest("packaging", SYMBOL, versions=">=21.3,<22.1", no_cache=True)
+    report = run_window(req)
+    assert [r.status for r in report.rows] == [Status.INSTALL_FAILED] * 2
+    assert all(r.probed for r in report.rows) and report.window is None
+    assert "install failed" in report.rows[0].detail
+    # A failed install may be the network's fault: it is not stored, the next run retries.
+    monkeypatch.delenv("UV_OFFLINE")
+    monkeypatch.setenv("UV_CACHE_DIR", shared_cache)
+    again = run_window(WindowRequest("packaging", SYMBOL, versions=">=21.3,<22.1"))
+    assert [r.status for r in again.rows] == [Status.PRESENT, Status.ABSENT]
+
+
+def test_exclude_newer_drops_later_uploads() -> None:
+    report = run_window(
+        WindowRequest("packaging", SYMBOL, versions=">=21.0,<23", exclude_newer="2021-12-31")
+    )
+    assert [r.version for r in report.rows] == ["21.0", "21.1", "21.2", "21.3"]
+    assert report.window == ">=21.0"
+
+
+def test_cli_json_with_a_consumer_is_one_object() -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "window",
+            "packaging",
+            "--symbol",
+            SYMBOL,
+            "--versions",
+            ">=21.3,<22.1",
+            "--consumer",
+            "build==0.10.0",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["window"] == ">=21.3,<22.0"
+    assert [v["status"] for v in data["versions"]] == ["present", "absent"]
+    assert all(v["probed"] for v in data["versions"])
+    (c,) = data["consumers"]
+    assert c["declared"] == ">=19.0"
+    assert c["admitted_with_symbol"] == ["21.3"] and c["admitted_without_symbol"] == ["22.0"]
+    assert c["resolves_to"]  # today's packaging, whatever it is
+    assert {"package": "build", "version": "0.10.0", "requires": ">=19.0"} in c["constrained_by"]
+    assert "<22.0" in c["verdict"] and "build==0.10.0 declares packaging>=19.0" in c["verdict"]
+    assert set(data) >= {"package", "symbol", "versions", "window", "consumers", "elapsed_s"}
+
+
+def test_cli_errors_are_one_line_not_tracebacks() -> None:
+    runner = CliRunner()
+    bad_symbol = runner.invoke(app, ["window", "packaging", "--symbol", "LegacyVersion"])
+    assert bad_symbol.exit_code == 1 and "MODULE.ATTR" in bad_symbol.output
+    missing = runner.invoke(app, ["window", "no-such-package-vllmdiag-x", "--symbol", "a.b"])
+    assert missing.exit_code == 1 and "not found on the index" in missing.output
+    no_python = runner.invoke(
+        app, ["window", "packaging", "--symbol", SYMBOL, "--versions", "==22.0", "--python", "3.4"]
+    )
+    assert no_python.exit_code == 1 and "no Python 3.4" in no_python.output
+
+
+def test_metadata_by_range_request_matches_the_metadata_file() -> None:
+    proj = index.project("packaging")
+    whl = next(f for f in proj.files if f.filename == "packaging-22.0-py3-none-any.whl")
+    via_zip = wheel_metadata(whl.url)
+    assert "Name: packaging" in via_zip and "Version: 22.0" in via_zip
+    assert index.requires_dist(via_zip) == index.requires_dist(index.metadata(whl))
+
+
+def test_unknown_index_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple")
+    start = time.monotonic()
+    with pytest.raises(VllmdiagError, match="cannot reach the index"):
+        run_window(WindowRequest("packaging", SYMBOL))
+    assert time.monotonic() - start < 30
