@@ -9,7 +9,7 @@ import pytest
 from vllmdiag.window.model import Status
 from vllmdiag.window.search import sample_positions, search
 
-P, A, M, X, I = (
+P, A, M, X, E = (
     Status.PRESENT,
     Status.ABSENT,
     Status.MODULE_MISSING,
@@ -98,9 +98,9 @@ def test_install_failure_at_the_boundary_is_stepped_around() -> None:
 
 
 def test_import_errors_never_count_as_absent() -> None:
-    truth = [P, P, I, P, P, A, A]
+    truth = [P, P, E, P, P, A, A]
     res = search(len(truth), Oracle(truth))
-    assert res.rows[2].status is I or not res.rows[2].probed
+    assert res.rows[2].status is E or not res.rows[2].probed
     assert all(r.status is not A for r in res.rows[:5])
     (w,) = res.windows
     assert (w.first, w.last, w.end) == (0, 4, 5)
