@@ -1,0 +1,160 @@
+"""Kernel names: a normalised form to match across legs, and a family to sum by.
+
+Two vLLM versions rarely launch kernels with byte-identical names: template arguments,
+tile shapes and Triton's numeric suffixes change while the work stays the same. Kernels
+are matched on :func:`normalise` (the callable's qualified name with template arguments,
+parameters, tile shapes and numeric suffixes taken out) within a :func:`family`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+GEMM = "GEMM"
+ATTENTION = "attention"
+MOE = "MoE"
+NORM_ACT = "norm/activation"
+COMM = "communication"
+MEMORY = "memcpy/memset"
+OTHER = "other"
+
+#: Every family, in the order tables and pictures show them.
+FAMILIES: tuple[str, ...] = (GEMM, ATTENTION, MOE, NORM_ACT, COMM, MEMORY, OTHER)
+
+# Checked in this order: the first match wins. MoE and communication go before GEMM
+# (grouped GEMMs of experts are MoE time; NCCL kernels are not GEMMs whatever their
+# name holds), attention before norm/activation (softmax inside flash kernels).
+_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (MEMORY, re.compile(r"^(memcpy|memset)|\bmemcpy\d*_|gpu_mem(cpy|set)|^\[?mem(cpy|set)\b")),
+    (
+        COMM,
+        re.compile(
+            r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|all2all|"
+            r"cross_device_reduce|custom_?ar\b|one_?shot|two_?shot|lamport|deep_?ep|pplx|"
+            r"nvshmem|symm_mem|multimem"
+        ),
+    ),
+    (
+        MOE,
+        re.compile(
+            r"moe|expert|topk_?gating|topk_?softmax|grouped_?topk|m_grouped|"
+            r"shuffle_rows|count_and_sort|align_block_size|fused_experts|"
+            r"silu_and_mul_masked|per_token_group_quant.*expert"
+        ),
+    ),
+    (
+        ATTENTION,
+        re.compile(
+            r"attn|attention|flash|fmha|mha_|mla|paged|reshape_and_cache|kv_?cache|"
+            r"batchprefill|batchdecode|prefillwith|decodewith|merge_attn|"
+            r"sdpa|scaled_dot_product|xformers|cutlass_?fmha|rotary|\brope|_rope|"
+            r"lightning_attn|mamba|selective_scan|ssd_|causal_conv"
+        ),
+    ),
+    (
+        GEMM,
+        re.compile(
+            r"gemm|gemv|matmul|\bmm_|_mm\b|_mm_|bmm|cublas|cutlass|nvjet|xmma|wgmma|"
+            r"s16816|h16816|i8816|s161616|hmma|tensorop|splitk|dot_?product|"
+            r"scaled_mm|deep_?gemm|marlin|machete|triton_mm|linear|fp8_block"
+        ),
+    ),
+    (
+        NORM_ACT,
+        re.compile(
+            r"norm|silu|gelu|relu|swiglu|geglu|act_and_mul|activation|softmax|"
+            r"sigmoid|tanh|swish|quick_gelu"
+        ),
+    ),
+)
+
+_TILE = re.compile(r"\d+x\d+(x\d+)*")
+_NUM_SUFFIX = re.compile(r"(_\d+)+$")
+_SPACES = re.compile(r"\s+")
+
+
+def _strip_brackets(text: str, open_: str, close: str) -> str:
+    """Drop every (nested) ``open_ ... close`` span."""
+    out: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == open_:
+            depth += 1
+        elif ch == close and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    return "".join(out)
+
+
+@lru_cache(maxsize=65536)
+def normalise(name: str) -> str:
+    """The part of a kernel's name that survives a rebuild.
+
+    ``void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>(int, ...)``
+    → ``at::native::vectorized_elementwise_kernel``;
+    ``sm90_xmma_gemm_..._tilesize128x128x64_...`` keeps its words, loses the tile;
+    ``triton_poi_fused_add_mul_0`` → ``triton_poi_fused_add_mul``.
+    """
+    text = name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    # Kineto's memory rows read "Memcpy DtoD (Device -> Device)"; C++ names may hold
+    # "(anonymous namespace)" before the parameter list
+    text = text.replace("(anonymous namespace)", "{anon}")
+    inner = _first_template_arg(text)
+    text = _strip_brackets(text, "<", ">")
+    paren = text.find("(")
+    if paren > 0 and not text.lower().startswith(("memcpy", "memset")):
+        text = text[:paren]
+    else:
+        text = _strip_brackets(text, "(", ")")
+    text = _SPACES.sub(" ", text).strip()
+    # a return type before the qualified name: keep the last space-separated word
+    if " " in text and not text.lower().startswith(("memcpy", "memset")):
+        text = text.rsplit(" ", 1)[-1]
+    if inner and text.rsplit("::", 1)[-1] in _WRAPPERS:
+        text = f"{text}<{normalise(inner)}>"
+    text = _TILE.sub("T", text)
+    text = _NUM_SUFFIX.sub("", text)
+    return text or name
+
+
+#: Launch wrappers whose first template argument is the real kernel (CUTLASS).
+_WRAPPERS = frozenset({"Kernel", "Kernel2", "device_kernel", "KernelWrapper"})
+
+
+def _first_template_arg(text: str) -> str:
+    start = text.find("<")
+    if start < 0:
+        return ""
+    depth = 0
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : i].split(",", 1)[0].strip()
+        elif ch == "," and depth == 1:
+            return text[start + 1 : i].strip()
+    return ""
+
+
+@lru_cache(maxsize=65536)
+def family(name: str, category: str = "kernel") -> str:
+    """The family of a GPU activity, from its Kineto category and its raw name."""
+    if category in ("gpu_memcpy", "gpu_memset", "memcpy", "memset"):
+        return MEMORY
+    low = name.lower()
+    for fam, pattern in _RULES:
+        if pattern.search(low):
+            return fam
+    return OTHER
+
+
+def key(name: str, category: str = "kernel") -> tuple[str, str]:
+    """What two legs' kernels are matched on: (family, normalised name)."""
+    return family(name, category), normalise(name)
