@@ -1,0 +1,99 @@
+"""bisect against the real index and real uv envs: packaging dropped LegacyVersion in 22.0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from vllmdiag.cli.app import app
+from vllmdiag.window.bisect import EndpointError, Verdict
+from vllmdiag.window.bisect_run import BisectRequest, run_bisect
+
+pytestmark = pytest.mark.network
+
+CHECK = ("python", "-c", "import packaging.version as v; v.LegacyVersion")
+
+
+def test_cli_bisect_finds_22_0_and_prints_one_json_object() -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "bisect",
+            "packaging",
+            "--good",
+            "21.0",
+            "--bad",
+            "23.0",
+            "--fresh",
+            "--json",
+            "--",
+            *CHECK,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["first_bad"], data["last_good"]) == ("22.0", "21.3")
+    steps = {s["version"]: s for s in data["steps"]}
+    assert steps["21.0"]["verdict"] == "good" and steps["23.0"]["verdict"] == "bad"
+    assert steps["22.0"]["rc"] == 1 and steps["21.3"]["rc"] == 0
+    assert set(data["steps"][0]) >= {"version", "verdict", "rc", "elapsed_s"}
+    assert len(data["steps"]) < len(data["candidates"])
+
+
+def test_interrupted_bisect_resumes_from_its_journal() -> None:
+    req = BisectRequest("packaging", "21.0", "23.0", CHECK, fresh=True)
+    first = run_bisect(req)
+    lines = first.journal.read_text().splitlines()
+    # As if killed while writing the fourth step: two whole steps and half a line.
+    first.journal.write_text("\n".join([*lines[:3], lines[3][:10]]) + "\n")
+    resumed = run_bisect(BisectRequest("packaging", "21.0", "23.0", CHECK))
+    assert (resumed.first_bad, resumed.last_good) == ("22.0", "21.3")
+    by_version = {s.version: s for s in resumed.steps}
+    kept = [json.loads(line)["version"] for line in lines[1:3]]
+    assert all(by_version[v].resumed for v in kept)
+    assert any(not s.resumed for s in resumed.steps)
+    third = run_bisect(BisectRequest("packaging", "21.0", "23.0", CHECK))
+    assert all(s.resumed for s in third.steps) and third.elapsed_s < 5
+
+
+def test_good_end_that_fails_is_an_error() -> None:
+    with pytest.raises(EndpointError, match="--good version checks bad"):
+        run_bisect(BisectRequest("packaging", "22.0", "23.0", CHECK, fresh=True))
+    result = CliRunner().invoke(
+        app, ["bisect", "packaging", "--good", "22.0", "--bad", "23.0", "--", *CHECK]
+    )
+    assert result.exit_code == 1 and "checks bad" in result.output
+
+
+def test_exit_125_skips_and_repeats_vote() -> None:
+    skip_213 = (
+        "python",
+        "-c",
+        "import sys, packaging, packaging.version as v\n"
+        "if packaging.__version__ == '21.3': sys.exit(125)\n"
+        "v.LegacyVersion",
+    )
+    report = run_bisect(BisectRequest("packaging", "21.2", "22.0", skip_213, repeat=3, fresh=True))
+    assert (report.last_good, report.first_bad) == ("21.2", "22.0")
+    assert report.skipped == ("21.3",) and not report.exact
+    skipped = next(s for s in report.steps if s.version == "21.3")
+    assert skipped.verdict is Verdict.SKIP and skipped.rcs == (125, 125, 125)
+
+
+def test_metric_regression() -> None:
+    score = (
+        "python",
+        "-c",
+        "import packaging\n"
+        "fast = int(packaging.__version__.split('.')[0]) < 22\n"
+        "print('warming up'); print('score=' + ('100.0' if fast else '61.5'))",
+    )
+    report = run_bisect(
+        BisectRequest("packaging", "21.0", "23.0", score, metric="score", threshold=0.9, fresh=True)
+    )
+    assert (report.last_good, report.first_bad) == ("21.3", "22.0")
+    assert report.baseline == 100.0
+    bad = next(s for s in report.steps if s.version == "22.0")
+    assert bad.value == 61.5 and "ratio=0.615" in bad.detail
