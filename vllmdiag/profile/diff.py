@@ -1,9 +1,9 @@
 """Where the time went between two legs: pure arithmetic over two :class:`LegProfile`.
 
 ``delta_us`` is B's GPU time (kernels, copies, sets, graph replays included) minus A's;
-family and kernel rows carry their share of it. Kernels match by (family, normalised
-name). Idle time and launch (CPU) time are reported beside it, and the window delta
-(busy + idle) is what the wall clock saw.
+family and kernel rows carry their share of it, largest change (either way) first.
+Kernels match by (family, normalised name). Idle time and launch (CPU) time are
+reported beside it, and the window delta (busy + idle) is what the wall clock saw.
 """
 
 from __future__ import annotations
@@ -133,20 +133,19 @@ def _ms(us: float) -> str:
 
 def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
     delta = b.gpu_time_us - a.gpu_time_us
-    sign = 1.0 if delta >= 0 else -1.0
     fam_rows = []
     for fam in families.FAMILIES:
         fa = sum(k.total_us for k in a.kernels.values() if k.family == fam)
         fb = sum(k.total_us for k in b.kernels.values() if k.family == fam)
         if fa or fb:
             fam_rows.append(FamilyRow(fam, fa, fb, fb - fa, _share(fb - fa, delta)))
-    fam_rows.sort(key=lambda r: -sign * r.delta_us)
+    fam_rows.sort(key=lambda r: (-abs(r.delta_us), r.family))
     ka, kb = _by_key(a), _by_key(b)
     rows = []
     for key in ka.keys() | kb.keys():
         (ta, ca), (tb, cb) = ka.get(key, (0.0, 0)), kb.get(key, (0.0, 0))
         rows.append(KernelRow(key[1], key[0], ta, tb, ca, cb, tb - ta, _share(tb - ta, delta)))
-    rows.sort(key=lambda r: (-sign * r.delta_us, r.name))
+    rows.sort(key=lambda r: (-abs(r.delta_us), r.name))
     warnings = _warnings(a, b)
     per_step = (_per(a.gpu_time_us, a.step_count), _per(b.gpu_time_us, b.step_count))
     per_token = (_per(a.gpu_time_us, a.output_tokens), _per(b.gpu_time_us, b.output_tokens))

@@ -61,7 +61,8 @@ class _Scanner:
         self.buf = ""
         self.pos = 0
         self.eof = False
-        scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())
+        decoder: Any = json.JSONDecoder()  # the C scanner reads its parse_* hooks
+        scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(decoder)
         self.scan = scan
 
     def _fill(self) -> bool:

@@ -1,0 +1,223 @@
+"""``summary.md`` and a picture of a profile diff.
+
+The picture is a PNG drawn with matplotlib when it is importable (the ``plot`` extra),
+otherwise a self-contained HTML page with inline SVG (no scripts, no network): stacked
+bars of family time per leg, and the kernels that moved most.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from vllmdiag import atomic
+from vllmdiag.profile import families
+from vllmdiag.profile.diff import Diff
+from vllmdiag.profile.pyspy import FrameRow
+
+COLOURS = {
+    families.GEMM: "#4e79a7",
+    families.ATTENTION: "#f28e2b",
+    families.MOE: "#e15759",
+    families.NORM_ACT: "#76b7b2",
+    families.COMM: "#59a14f",
+    families.MEMORY: "#edc948",
+    families.OTHER: "#b07aa1",
+}
+IDLE = "#d3d3d3"
+
+
+def _ms(us: float | None) -> str:
+    return "n/a" if us is None else f"{us / 1000:.3f}"
+
+
+def _dms(us: float) -> str:
+    return f"{us / 1000:+.3f}"
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:.0f} %"
+
+
+def _short(name: str, n: int = 70) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = None) -> str:
+    a, b = d.a, d.b
+    lines = [f"# Profile diff: {a.name} → {b.name}", "", d.reconciliation, ""]
+    if d.warnings:
+        lines += [f"> warning: {w}" for w in d.warnings] + [""]
+    if picture:
+        lines += [f"![family time per leg]({picture})", ""]
+    lines += [
+        "## Legs",
+        "",
+        "| | " + a.name + " | " + b.name + " | delta |",
+        "|---|---:|---:|---:|",
+    ]
+    rows: list[tuple[str, float | None, float | None, None]] = [
+        ("kernels (graph-replayed incl.)", a.kernel_count, b.kernel_count, None),
+        ("  of which from CUDA graphs", a.graph_kernel_count, b.graph_kernel_count, None),
+        ("copies/sets", a.memop_count, b.memop_count, None),
+        ("steps", a.step_count, b.step_count, None),
+        ("output tokens", a.output_tokens, b.output_tokens, None),
+    ]
+    for label, x, y, _ in rows:
+        lines.append(f"| {label} | {x if x is not None else 'n/a'} | "
+                     f"{y if y is not None else 'n/a'} | |")  # fmt: skip
+    for label, x, y in (
+        ("GPU time (ms)", a.gpu_time_us, b.gpu_time_us),
+        ("GPU busy (ms)", a.gpu_busy_us, b.gpu_busy_us),
+        ("GPU idle (ms)", a.gpu_idle_us, b.gpu_idle_us),
+        ("capture window (ms)", a.window_us, b.window_us),
+        ("launcher wall clock (ms)", a.wall_us, b.wall_us),
+        ("CPU in launch calls (ms)", a.launch_us, b.launch_us),
+        ("GPU time per step (ms)", d.per_step[0], d.per_step[1]),
+        ("GPU time per output token (ms)", d.per_token[0], d.per_token[1]),
+    ):
+        delta = _dms(y - x) if x is not None and y is not None else ""
+        lines.append(f"| {label} | {_ms(x)} | {_ms(y)} | {delta} |")
+    lines += ["", "## Families", "", "| family | " + a.name + " ms | " + b.name
+              + " ms | delta ms | share of delta |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+    for r in d.families:
+        lines.append(
+            f"| {r.family} | {_ms(r.a_us)} | {_ms(r.b_us)} | {_dms(r.delta_us)} | "
+            f"{_share(r.share)} |"
+        )
+    lines += ["", "## Kernels that moved most", "",
+              "| kernel | family | count A | count B | A ms | B ms | delta ms | share |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for k in d.top:
+        lines.append(
+            f"| `{_short(k.name)}` | {k.family} | {k.a_count} | {k.b_count} | {_ms(k.a_us)} "
+            f"| {_ms(k.b_us)} | {_dms(k.delta_us)} | {_share(k.share)} |"
+        )
+    if d.phases:
+        lines += ["", "## Phases", "",
+                  "| phase | steps A | steps B | A ms/step | B ms/step | change "
+                  "| largest family change per step |",
+                  "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+        for p in d.phases:
+            fam = ", ".join(f"{f} {_dms(v)} ms" for f, v in p.families[:2])
+            lines.append(
+                f"| {p.kind} | {p.a_steps} | {p.b_steps} | {_ms(p.a_us_per_step)} | "
+                f"{_ms(p.b_us_per_step)} | {_share(p.change)} | {fam} |"
+            )
+    if frames:
+        lines += ["", "## CPU (py-spy): frames whose sample share changed most", "",
+                  "| frame | A share | B share | change |", "|---|---:|---:|---:|"]  # fmt: skip
+        for fr in frames:
+            lines.append(
+                f"| `{_short(fr.frame, 90)}` | {fr.a_share * 100:.1f} % | "
+                f"{fr.b_share * 100:.1f} % | {fr.delta * 100:+.1f} pt |"
+            )
+    lines += ["", "Sources: " + ", ".join(f"`{s}`" for s in (*a.sources, *b.sources)), ""]
+    return "\n".join(lines)
+
+
+def _family_us(d: Diff) -> list[tuple[str, dict[str, float]]]:
+    out = []
+    for leg, pick in ((d.a, "a_us"), (d.b, "b_us")):
+        vals = {r.family: float(getattr(r, pick)) for r in d.families}
+        vals["GPU idle"] = leg.gpu_idle_us
+        out.append((leg.name, vals))
+    return out
+
+
+def png(d: Diff, path: Path) -> Path | None:
+    """Stacked family bars and top-delta kernels as a PNG, or None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), width_ratios=(1, 1.6))
+    legs = _family_us(d)
+    labelled: set[str] = set()
+    for i, (_, vals) in enumerate(legs):
+        bottom = 0.0
+        for fam in (*families.FAMILIES, "GPU idle"):
+            v = vals.get(fam, 0.0) / 1000
+            if v <= 0:
+                continue
+            label = None if fam in labelled else fam
+            labelled.add(fam)
+            left.bar(i, v, bottom=bottom, color=COLOURS.get(fam, IDLE), label=label)
+            bottom += v
+    left.legend(fontsize=8)
+    left.set_xticks(range(len(legs)), [n for n, _ in legs])
+    left.set_ylabel("ms (GPU time by family, then idle)")
+    left.set_title("Where each leg's time goes")
+    top = list(d.top[:12])[::-1]
+    right.barh(
+        range(len(top)),
+        [k.delta_us / 1000 for k in top],
+        color=[COLOURS.get(k.family, IDLE) for k in top],
+    )
+    right.set_yticks(range(len(top)), [_short(k.name, 48) for k in top], fontsize=7)
+    right.axvline(0, color="black", linewidth=0.8)
+    right.set_xlabel(f"ms added in {d.b.name} vs {d.a.name}")
+    right.set_title("Kernels that moved most")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def html_page(d: Diff, path: Path) -> Path:
+    """The same picture as inline SVG in one HTML file."""
+    legs = _family_us(d)
+    peak = float(max(sum(v.values()) for _, v in legs)) or 1.0
+    bars = []
+    for i, (name, vals) in enumerate(legs):
+        y = 300.0
+        x = 60 + i * 120
+        for fam in (*families.FAMILIES, "GPU idle"):
+            h = vals.get(fam, 0.0) / peak * 260
+            if h <= 0:
+                continue
+            y -= h
+            bars.append(
+                f'<rect x="{x}" y="{y:.1f}" width="80" height="{h:.1f}" '
+                f'fill="{COLOURS.get(fam, IDLE)}"><title>{html.escape(fam)}: '
+                f"{vals[fam] / 1000:.3f} ms</title></rect>"
+            )
+        bars.append(f'<text x="{x + 40}" y="318" text-anchor="middle">{html.escape(name)}</text>')
+    legend = "".join(
+        f'<span style="background:{COLOURS.get(f, IDLE)};padding:0 8px;margin:0 4px"></span>'
+        f"{html.escape(f)}"
+        for f in (*families.FAMILIES, "GPU idle")
+    )
+    span: float = max((abs(k.delta_us) for k in d.top), default=1.0) or 1.0
+    rows = []
+    for j, k in enumerate(d.top[:12]):
+        w: float = abs(k.delta_us) / span * 300
+        bx = 560.0 if k.delta_us >= 0 else 560.0 - w
+        yy = 20 + j * 24
+        rows.append(
+            f'<rect x="{bx:.1f}" y="{yy}" width="{w:.1f}" height="18" '
+            f'fill="{COLOURS.get(k.family, IDLE)}"><title>{html.escape(k.name)}</title></rect>'
+            f'<text x="870" y="{yy + 13}" font-size="11">{html.escape(_short(k.name, 60))} '
+            f"{k.delta_us / 1000:+.3f} ms</text>"
+        )
+    page = f"""<!doctype html><meta charset="utf-8"><title>Profile diff</title>
+<body style="font-family:sans-serif">
+<h1>{html.escape(d.a.name)} → {html.escape(d.b.name)}</h1>
+<p>{html.escape(d.reconciliation)}</p><p>{legend}</p>
+<svg width="1400" height="340" xmlns="http://www.w3.org/2000/svg">{"".join(bars)}
+<line x1="560" y1="10" x2="560" y2="310" stroke="black"/>{"".join(rows)}</svg></body>"""
+    atomic.write_text(path, page)
+    return path
+
+
+def write(d: Diff, out: Path, frames: tuple[FrameRow, ...] = ()) -> dict[str, Path]:
+    """``summary.md`` plus ``diff.png`` (or ``diff.html``) under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    pic = png(d, out / "diff.png") or html_page(d, out / "diff.html")
+    md = out / "summary.md"
+    atomic.write_text(md, markdown(d, frames, pic.name))
+    return {"summary": md, "picture": pic}

@@ -1,0 +1,110 @@
+"""Capture one workload on several legs, serially, into one run directory.
+
+``<run>/<leg>/<backend>/`` per capture, ``<run>/journal.jsonl`` (one line per capture
+started/finished, appended as it happens, so an interrupted run still says what it
+did) and ``<run>/profile.json`` (the outcome). A leg whose capture fails says why; the
+other legs' data is kept. An nsys capture that cannot produce a report falls back to
+the torch profiler (when torch was not asked for anyway).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllmdiag import atomic
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.profile.capture import BACKENDS, CaptureResult, Workload, capture
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class LegTarget:
+    name: str
+    python: Path
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    out: Path
+    captures: tuple[CaptureResult, ...]
+
+    def leg_dir(self, leg: str, backend: str) -> Path | None:
+        for c in self.captures:
+            if c.leg == leg and c.backend == backend and c.ok:
+                return c.out
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        return {"schema": SCHEMA, "out": str(self.out),
+                "captures": [c.to_json() for c in self.captures]}  # fmt: skip
+
+
+Observer = Callable[[str, CaptureResult | None, str], None]
+Journal = Callable[[str, dict[str, object]], None]
+
+
+def jsonl_journal(out: Path) -> Journal:
+    """Events appended to ``<out>/journal.jsonl`` as they happen."""
+
+    def write(event: str, fields: dict[str, object]) -> None:
+        with open(out / "journal.jsonl", "a", encoding="utf-8") as f:
+            rec = {"schema": SCHEMA, "t": time.time(), "event": event, **fields}
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+
+    return write
+
+
+def profile_legs(
+    legs: Sequence[LegTarget],
+    workload: Workload,
+    out: Path,
+    backends: Sequence[str] = ("torch",),
+    *,
+    observer: Observer | None = None,
+    journal: Journal | None = None,
+    timeout: float | None = 3600,
+) -> ProfileRun:
+    for b in backends:
+        if b not in BACKENDS:
+            raise VllmdiagError(f"unknown capture {b!r}", hint=f"use one of {', '.join(BACKENDS)}")
+    names = [leg.name for leg in legs]
+    if len(set(names)) != len(names):
+        raise VllmdiagError(f"leg names must differ: {names}")
+    out.mkdir(parents=True, exist_ok=True)
+    note = journal or jsonl_journal(out)
+    results: list[CaptureResult] = []
+    for leg in legs:
+        todo = list(backends)
+        while todo:
+            backend = todo.pop(0)
+            if observer:
+                observer(leg.name, None, backend)
+            note("capture_started", {"leg": leg.name, "backend": backend})
+            res = capture(leg.name, leg.python, workload, out / leg.name, backend,
+                          timeout=timeout)  # fmt: skip
+            results.append(res)
+            note("capture_finished", res.to_json())
+            if observer:
+                observer(leg.name, res, backend)
+            if backend == "nsys" and not res.ok and "torch" not in backends:
+                todo.insert(0, "torch")  # fall back, and say so in the journal
+                note("capture_fallback", {"leg": leg.name, "from": "nsys", "to": "torch",
+                                          "reason": res.reason})  # fmt: skip
+    run = ProfileRun(out, tuple(results))
+    atomic.write_json(out / "profile.json", run.to_json())
+    return run
+
+
+def load_run(path: Path) -> dict[str, object] | None:
+    """A run directory's ``profile.json``, or None if ``path`` is not one."""
+    f = path / "profile.json"
+    if not f.is_file():
+        return None
+    data = json.loads(f.read_text())
+    return data if isinstance(data, dict) else None
