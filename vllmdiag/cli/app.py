@@ -7,7 +7,7 @@ import sys
 import typer
 
 from vllmdiag import __version__
-from vllmdiag.cli import arms_cmd, bisect_cmd, leg_cmd, matrix_cmd, window_cmd
+from vllmdiag.cli import arms_cmd, bisect_cmd, leg_cmd, matrix_cmd, profile_cmd, window_cmd
 
 app = typer.Typer(
     name="vllmdiag",
@@ -40,6 +40,7 @@ arms_cmd.register(app)
 leg_cmd.register(app)
 window_cmd.register(app)
 bisect_cmd.register(app)
+profile_cmd.register(app)
 
 
 def main() -> None:
