@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.window import index
 from vllmdiag.window.job import WindowRequest, run_window
 from vllmdiag.window.model import Status
+from vllmdiag.window.probe import check_python
 from vllmdiag.window.remote_zip import wheel_metadata
 
 pytestmark = pytest.mark.network
@@ -134,3 +136,11 @@ def test_unknown_index_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(VllmdiagError, match="cannot reach the index"):
         run_window(WindowRequest("packaging", SYMBOL))
     assert time.monotonic() - start < 30
+
+
+def test_python_by_path_or_version() -> None:
+    xy = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert check_python(sys.executable) == (xy, sys.executable)
+    assert check_python(xy) == (xy, xy)
+    with pytest.raises(VllmdiagError, match=r"no Python 3\.4"):
+        check_python("3.4")

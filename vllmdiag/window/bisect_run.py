@@ -26,6 +26,7 @@ from vllmdiag.errors import EnvError, VllmdiagError
 from vllmdiag.paths import cache_root
 from vllmdiag.window import index
 from vllmdiag.window.bisect import Verdict, bisect, majority, metric_verdict, verdict_for_rc
+from vllmdiag.window.probe import check_python
 from vllmdiag.window.versions import candidates, parse_date
 
 SCHEMA = 1
@@ -142,8 +143,8 @@ StepObserver = Callable[[str, Step | None], None]
 def bisect_versions(req: BisectRequest) -> list[str]:
     """The candidates from ``good`` to ``bad`` (inclusive), ordered from the good end."""
     pkg = parse_requirement(req.package, where="PKG")
-    python = req.python or default_python()
-    good, bad = _version(req.good, "--good"), _version(req.bad, "--good")
+    python, _ = check_python(req.python or default_python())
+    good, bad = _version(req.good, "--good"), _version(req.bad, "--bad")
     lo, hi = min(good, bad), max(good, bad)
     when = parse_date(req.exclude_newer) if req.exclude_newer else None
     proj = index.project(pkg.name)

@@ -144,8 +144,7 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
             f"--symbol {req.symbol!r} is not MODULE.ATTR",
             hint="e.g. --symbol cutlass.cute.core.ThrMma",
         )
-    python = req.python or default_python()
-    check_python(python)
+    python, interpreter = check_python(req.python or default_python())
     range_text = req.versions if req.versions is not None else (str(pkg.specifier) or None)
     spec = parse_specifier(range_text)
     when = parse_date(req.exclude_newer) if req.exclude_newer else None
@@ -161,6 +160,7 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
         python,
         req.exclude_newer,
         None if index_url == index.DEFAULT_INDEX else index_url,
+        None if interpreter == python else interpreter,
     )
     store = ProbeStore()
     results: dict[str, ProbeResult] = {}
@@ -266,15 +266,15 @@ def _consumer(
     name = canonicalize_name(package)
     picked = today.pins.get(name)
     constrained = tuple(cons.constraints(today, package, python, idx)) if picked else ()
+    table = [(v, r.status) for v, r in zip(versions, rows, strict=True)]
     assessment = assess(
         consumer=f"{creq.name}=={release}",
         package=package,
         symbol=req.symbol,
         declared=declared,
-        rows=[(v, r.status) for v, r in zip(versions, rows, strict=True)],
+        rows=table,
         resolves_to=picked,
     )
-    table = [(v, r.status) for v, r in zip(versions, rows, strict=True)]
     clash = conflicting([(f"{k.package}=={k.version}", k.specifier) for k in constrained], table)
     if clash:
         more = "; ".join(clash)

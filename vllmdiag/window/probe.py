@@ -34,6 +34,7 @@ class ProbeSpec:
     requirement: str  # the package with its extras, e.g. ``nvidia-cutlass-dsl[cu13]``
     symbol: str  # MODULE.ATTR
     python: str  # X.Y
+    interpreter: str | None = None  # what uv gets, when not X.Y (a path)
     exclude_newer: str | None = None
     index_url: str | None = None
 
@@ -41,23 +42,40 @@ class ProbeSpec:
         return LegSpec(
             name=f"probe {self.requirement}=={version}",
             requirements=(f"{self.requirement}=={version}",),
-            python=self.python,
+            python=self.interpreter or self.python,
             index_url=self.index_url,
             exclude_newer=self.exclude_newer,
         )
 
 
-def check_python(python: str) -> str:
-    """The interpreter uv would use for ``python`` (X.Y); a clear error if none exists."""
+def check_python(python: str) -> tuple[str, str]:
+    """``(X.Y, request)`` for ``--python``: an X.Y that uv finds here, or the path of an
+    interpreter (for one uv cannot discover, e.g. behind pyenv shims). A clear error if
+    there is none."""
+    if "/" in python:
+        done = proc.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture=True,
+            timeout=60,
+        )
+        if not done.ok:
+            raise EnvError(
+                f"{python} does not run",
+                where="--python",
+                hint="give X.Y or the path of a working python",
+            )
+        return done.stdout.strip(), python
     try:
-        return uv("python", "find", python, what=f"uv python find {python}").strip()
-    except ProcessError:
+        uv("python", "find", python, what=f"uv python find {python}")
+    except ProcessError as exc:
         raise EnvError(
-            f"no Python {python} on this machine",
+            f"no Python {python} that uv can find on this machine",
             where="--python",
-            hint="install it (uv does not download Pythons here) or pick one that "
-            "`uv python list --only-installed` shows",
+            hint="install it (uv does not download Pythons here), put its bin directory on "
+            "PATH, or pass the interpreter's path (--python /path/to/bin/python3.X); "
+            "uv said: " + exc.message.strip().splitlines()[-1][:300],
         ) from None
+    return python, python
 
 
 def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
