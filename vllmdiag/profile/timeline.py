@@ -89,6 +89,14 @@ class Timeline:
         self._cpu_steps: list[tuple[float, float, str]] = []
         self._gpu_steps: list[tuple[float, float, str]] = []
         self._measured: list[tuple[float, float]] = []
+        # Kineto timestamps are ~1e12 µs: kept relative to the first one seen, so that a
+        # double still resolves nanoseconds and end - start gives back the duration
+        self._base: float | None = None
+
+    def _rel(self, ts: float) -> float:
+        if self._base is None:
+            self._base = ts
+        return ts - self._base
 
     def activity(
         self,
@@ -111,6 +119,7 @@ class Timeline:
             d = self._devices[device] = _Device()
         if graph:
             self._graph_flag.add((device, len(d.start)))
+        ts = self._rel(ts)
         d.start.append(ts)
         d.end.append(ts + dur)
         d.fam.append(_FAMILY_INDEX[families.family(name, category)])
@@ -138,6 +147,7 @@ class Timeline:
 
     def annotation(self, name: str, ts: float, dur: float, gpu: bool) -> None:
         """A user/NVTX range; ``gpu`` for its projection on the GPU timeline."""
+        ts = self._rel(ts)
         if phases.is_step(name):
             (self._gpu_steps if gpu else self._cpu_steps).append((ts, ts + dur, name))
             return

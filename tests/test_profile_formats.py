@@ -1,0 +1,145 @@
+"""nsys SQLite exports, py-spy raw output, the HTML picture and vLLM's profiler switch."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.profile import diff, leg, nsys, pyspy, render, vllm_flags
+
+H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
+
+
+def _nsys_db(path: Path, graph: bool) -> None:
+    """A export with the tables and columns ``nsys export --type sqlite`` writes (subset):
+    names through StringIds, times in ns, graphNodeId on kernels replayed from graphs."""
+    db = sqlite3.connect(path)
+    db.executescript(
+        """
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER,
+            contextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+            demangledName INTEGER, shortName INTEGER, graphNodeId INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, deviceId INTEGER,
+            streamId INTEGER, correlationId INTEGER, copyKind INTEGER, bytes INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER,
+            globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
+        CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT,
+            textId INTEGER, globalTid INTEGER);
+        """
+    )
+    names = ["void flash::flash_fwd_kernel<int>(int)", "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
+             "cudaLaunchKernel", "cudaGraphLaunch", "execute_context_0(0)_generation_8(8)"]  # fmt: skip
+    db.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(names)))
+    t = 1_000_000
+    for step in range(4):
+        s0 = t
+        for k in range(2):
+            dur = 5_000 if k == 0 else 20_000
+            node = 7 + k if graph else None
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,0,1,7,?,1,?,?,?)",
+                       (t, t + dur, step * 10 + k, k, k, node))  # fmt: skip
+            if not graph:
+                db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,1,?,2)",
+                           (t - 3000, t - 1000, step * 10 + k))  # fmt: skip
+            t += dur + (1_000 if graph else 10_000)
+        if graph:
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,1,?,3)",
+                       (s0 - 3000, s0 - 1000, step * 10))  # fmt: skip
+        db.execute("INSERT INTO NVTX_EVENTS VALUES (?,?,59,NULL,4,1)", (s0 - 4000, t))
+    db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?,?,0,7,99,8,64)", (t, t + 1000))
+    db.commit()
+    db.close()
+
+
+def test_nsys_export_reads_kernels_graphs_steps(tmp_path: Path) -> None:
+    eager, graph = tmp_path / "eager.sqlite", tmp_path / "graph.sqlite"
+    _nsys_db(eager, graph=False)
+    _nsys_db(graph, graph=True)
+    a, b = leg.load(eager), leg.load(graph)
+    assert a.kernel_count == b.kernel_count == 8
+    assert a.memop_count == 1
+    assert (a.graph_kernel_count, b.graph_kernel_count) == (0, 8)
+    assert a.gpu_time_us == pytest.approx(4 * 25 + 1)  # ns → µs
+    assert a.step_count == 4 and all(s.kind == "decode-only" for s in a.steps)
+    assert a.output_tokens == 32
+    d = diff.diff(a, b)
+    assert d.delta_us == pytest.approx(0)
+    assert d.idle_delta_us == pytest.approx(-4 * 2 * 9)  # 9 µs less gap after each kernel
+    assert b.launches == 4 and a.launches == 8
+
+
+def test_not_sqlite(tmp_path: Path) -> None:
+    p = tmp_path / "x.sqlite"
+    p.write_text("no")
+    with pytest.raises(VllmdiagError, match="SQLite"):
+        nsys.read(p)
+
+
+RAW_A = """\
+process 10:"python serve.py";thread (0x7F01);main (serve.py:9);preprocess (mm.py:40);resize (img.py:7) 60
+process 10:"python serve.py";thread (0x7F01);main (serve.py:9);step (engine.py:88) 40
+"""
+RAW_B = """\
+process 11:"python serve.py";thread (0x7F02);main (serve.py:9);preprocess (mm.py:40);resize (img.py:7) 20
+process 11:"python serve.py";thread (0x7F02);main (serve.py:9);step (engine.py:88) 80
+"""
+
+
+def test_pyspy_frames_whose_share_moved(tmp_path: Path) -> None:
+    (tmp_path / "a.pyspy.txt").write_text(RAW_A)
+    (tmp_path / "b.pyspy.txt").write_text(RAW_B)
+    a, b = pyspy.read(tmp_path / "a.pyspy.txt"), pyspy.read(tmp_path / "b.pyspy.txt")
+    assert a.samples == 100 and a.processes == 1
+    assert a.inclusive["main (serve.py:9)"] == 100
+    assert a.own["resize (img.py:7)"] == 60
+    rows = pyspy.diff(a, b)
+    moved = {r.frame: r.delta for r in rows}
+    assert moved["step (engine.py:88)"] == pytest.approx(0.4)
+    assert moved["resize (img.py:7)"] == pytest.approx(-0.4)
+    assert "main (serve.py:9)" not in [r.frame for r in rows[:3]]
+
+
+def test_pyspy_garbage_and_empty(tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_text("no count here\n")
+    with pytest.raises(VllmdiagError, match="does not end in a count"):
+        pyspy.read(tmp_path / "bad.txt")
+    (tmp_path / "empty.txt").write_text("\n")
+    with pytest.raises(VllmdiagError, match="no samples"):
+        pyspy.read(tmp_path / "empty.txt")
+
+
+def test_html_picture_is_self_contained(tmp_path: Path) -> None:
+    d = diff.diff(leg.load(H200 / "eager"), leg.load(H200 / "sdpa"))
+    page = render.html_page(d, tmp_path / "diff.html").read_text()
+    assert "<svg" in page and "attention" in page
+    assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "<script" not in page
+
+
+# What each leg's ``vllm bench throughput --help`` says, in the two spellings.
+NEW_HELP = """  --profile             Use vLLM Profiling. --profiler-config must be provided on the server.
+  --profiler-config PROFILER_CONFIG
+                        API docs: ... {"profiler": ..., "torch_profiler_dir": ...,
+                        "delay_iterations": 0, "max_iterations": 0}
+"""
+OLD_HELP = """  --profile             Use Torch Profiler. The env variable VLLM_TORCH_PROFILER_DIR must be set.
+"""
+
+
+def test_vllm_profiler_switch_follows_help(tmp_path: Path) -> None:
+    argv, env, why = vllm_flags.profiler_switch(NEW_HELP, tmp_path)
+    assert argv[0] == "--profiler-config" and argv[-1] == "--profile"
+    cfg = json.loads(argv[1])
+    assert cfg["profiler"] == "torch" and cfg["torch_profiler_dir"] == str(tmp_path)
+    assert cfg["delay_iterations"] == vllm_flags.DELAY_ITERATIONS
+    assert not env and "profiler-config" in why
+    argv, env, _ = vllm_flags.profiler_switch(OLD_HELP, tmp_path)
+    assert argv == ["--profile"]
+    assert env["VLLM_TORCH_PROFILER_DIR"] == str(tmp_path)
+    with pytest.raises(VllmdiagError, match="neither"):
+        vllm_flags.profiler_switch("usage: vllm serve", tmp_path)
