@@ -102,7 +102,7 @@ def test_cli_diff_json_summary_and_picture(tmp_path: Path) -> None:
             "--out",
             str(tmp_path),
             "--json",
-        ],  # fmt: skip
+        ],
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)

@@ -32,8 +32,13 @@ def _nsys_db(path: Path, graph: bool) -> None:
             textId INTEGER, globalTid INTEGER);
         """
     )
-    names = ["void flash::flash_fwd_kernel<int>(int)", "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
-             "cudaLaunchKernel", "cudaGraphLaunch", "execute_context_0(0)_generation_8(8)"]  # fmt: skip
+    names = [
+        "void flash::flash_fwd_kernel<int>(int)",
+        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
+        "cudaLaunchKernel",
+        "cudaGraphLaunch",
+        "execute_context_0(0)_generation_8(8)",
+    ]
     db.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(names)))
     t = 1_000_000
     for step in range(4):
@@ -80,14 +85,9 @@ def test_not_sqlite(tmp_path: Path) -> None:
         nsys.read(p)
 
 
-RAW_A = """\
-process 10:"python serve.py";thread (0x7F01);main (serve.py:9);preprocess (mm.py:40);resize (img.py:7) 60
-process 10:"python serve.py";thread (0x7F01);main (serve.py:9);step (engine.py:88) 40
-"""
-RAW_B = """\
-process 11:"python serve.py";thread (0x7F02);main (serve.py:9);preprocess (mm.py:40);resize (img.py:7) 20
-process 11:"python serve.py";thread (0x7F02);main (serve.py:9);step (engine.py:88) 80
-"""
+_P = 'process 10:"python serve.py";thread (0x7F01);main (serve.py:9)'
+RAW_A = f"{_P};preprocess (mm.py:40);resize (img.py:7) 60\n{_P};step (engine.py:88) 40\n"
+RAW_B = f"{_P};preprocess (mm.py:40);resize (img.py:7) 20\n{_P};step (engine.py:88) 80\n"
 
 
 def test_pyspy_frames_whose_share_moved(tmp_path: Path) -> None:
@@ -122,12 +122,14 @@ def test_html_picture_is_self_contained(tmp_path: Path) -> None:
 
 
 # What each leg's ``vllm bench throughput --help`` says, in the two spellings.
-NEW_HELP = """  --profile             Use vLLM Profiling. --profiler-config must be provided on the server.
+NEW_HELP = """  --profile             Use vLLM Profiling. --profiler-config must be provided on
+                        the server.
   --profiler-config PROFILER_CONFIG
                         API docs: ... {"profiler": ..., "torch_profiler_dir": ...,
                         "delay_iterations": 0, "max_iterations": 0}
 """
-OLD_HELP = """  --profile             Use Torch Profiler. The env variable VLLM_TORCH_PROFILER_DIR must be set.
+OLD_HELP = """  --profile             Use Torch Profiler. The env variable
+                        VLLM_TORCH_PROFILER_DIR must be set.
 """
 
 

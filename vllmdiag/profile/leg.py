@@ -19,7 +19,14 @@ from vllmdiag.profile.timeline import KernelStat, StepStat, TraceSummary
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")
 PYSPY_SUFFIXES = (".folded", ".raw", ".pyspy.txt")
-_NOT_TRACES = {"meta.json", "capture.json", "result.json", "summary.json", "timing.json"}
+_NOT_TRACES = {
+    "meta.json",
+    "argv.json",
+    "profile.json",
+    "result.json",
+    "summary.json",
+    "timing.json",
+}
 
 
 class CaptureError(VllmdiagError):

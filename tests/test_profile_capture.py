@@ -1,0 +1,151 @@
+"""Real captures on the CPU: the torch launcher, py-spy, nsys's fallback, the CLI, recipes.
+
+A CPU run has no GPU kernels, so its diff must refuse (a failed capture, not a zero);
+everything up to that point is real: subprocesses, torch.profiler, Kineto files, py-spy.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vllmdiag.cli.app import app
+from vllmdiag.profile import kineto, leg, pyspy
+from vllmdiag.profile.capture import Workload, capture
+from vllmdiag.profile.leg import CaptureError
+from vllmdiag.profile.run import LegTarget, profile_legs
+
+pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parent.parent
+DECODE = REPO / "examples" / "decode_loop.py"
+SMALL = ("--device", "cpu", "--layers", "2", "--hidden", "64", "--heads", "4", "--batch", "2",
+         "--max-len", "64", "--vocab", "500")  # fmt: skip
+PY = Path(sys.executable)
+
+
+def _work(steps: int = 6, *extra: str) -> Workload:
+    return Workload(script=DECODE, script_args=(*SMALL, *extra), warmup=2, steps=steps)
+
+
+def test_two_legs_torch_capture_and_nsys_fallback(tmp_path: Path) -> None:
+    legs = [LegTarget("manual", PY), LegTarget("sdpa", PY)]
+    w = Workload(script=DECODE, script_args=SMALL, warmup=2, steps=6)
+    seen: list[tuple[str, str, bool | None]] = []
+    run = profile_legs(
+        legs, w, tmp_path, ["nsys"],
+        observer=lambda leg_, res, b: seen.append((leg_, b, None if res is None else res.ok)),
+    )  # fmt: skip
+    by = {(c.leg, c.backend): c for c in run.captures}
+    nsys_found = shutil.which("nsys") is not None
+    if not nsys_found:
+        # no nsys here: the capture says so, leaves a FAILED marker, and torch takes over
+        failed = by[("manual", "nsys")]
+        assert not failed.ok and "no nsys" in (failed.reason or "")
+        assert (failed.out / "FAILED.txt").exists()
+        assert by[("manual", "torch")].ok and by[("sdpa", "torch")].ok
+        events = [json.loads(x) for x in (tmp_path / "journal.jsonl").read_text().splitlines()]
+        assert [e["event"] for e in events].count("capture_fallback") == 2
+    torch_cap = by[("manual", "torch")]
+    trace = torch_cap.out / "trace.json.gz"
+    meta = json.loads((torch_cap.out / "meta.json").read_text())
+    assert meta["steps"] == 6 and meta["tokens"] == 12 and meta["mode"] == "steps"
+    s = kineto.read(trace)
+    # the launcher's phases and steps are in the trace; only the measured steps are
+    assert [st.name for st in s.steps] == [f"vllmdiag:step#{i}" for i in range(2, 8)]
+    assert s.ranges["vllmdiag:measured"][0] == 1
+    assert any(name.startswith("aten::") for name in s.cpu_ops)
+    assert s.kernel_count == 0
+    with pytest.raises(CaptureError, match="zero GPU kernels"):
+        leg.load(torch_cap.out)
+    assert json.loads((tmp_path / "profile.json").read_text())["captures"]
+    assert ("manual", "nsys", None) in seen
+
+
+def test_plain_script_runs_whole_under_the_profiler(tmp_path: Path) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text("import torch\nx = torch.ones(64, 64)\nfor _ in range(3):\n    x = x @ x\n")
+    res = capture("plain", PY, Workload(script=script), tmp_path / "plain", "torch")
+    assert res.ok, res.reason
+    meta = json.loads((res.out / "meta.json").read_text())
+    assert meta["mode"] == "script"
+    s = kineto.read(res.out / "trace.json.gz")
+    assert s.cpu_ops["aten::mm"][0] == 3
+
+
+def test_failing_workload_says_why(tmp_path: Path) -> None:
+    script = tmp_path / "boom.py"
+    script.write_text("raise SystemExit('no GPU here, and this workload needs one')\n")
+    res = capture("boom", PY, Workload(script=script), tmp_path / "boom", "torch")
+    assert not res.ok
+    assert "exited 1" in (res.reason or "") and "needs one" in (res.reason or "")
+    assert not list(res.out.glob("trace*"))
+
+
+@pytest.mark.skipif(shutil.which("py-spy") is None, reason="py-spy is not installed")
+def test_pyspy_capture_of_the_cpu_side(tmp_path: Path) -> None:
+    res = capture("cpu", PY, _work(steps=150), tmp_path / "cpu", "py-spy")
+    assert res.ok, res.reason
+    prof = pyspy.read(res.out / "profile.pyspy.txt")
+    assert prof.samples > 10
+    assert any("decode_step" in f for f in prof.inclusive)
+
+
+def test_cli_capture_on_existing_envs_refuses_a_cpu_diff(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        app,
+        [
+            "profile",
+            "capture",
+            "--leg",
+            f"a={PY}",
+            "--leg",
+            f"b={PY}",
+            "--script",
+            str(DECODE),
+            "--warmup",
+            "1",
+            "--steps",
+            "3",
+            "--out",
+            str(out),
+            "--",
+            *SMALL,
+        ],  # fmt: skip
+    )
+    assert res.exit_code == 1, res.output
+    assert "zero GPU kernels" in res.output
+    run = json.loads((out / "profile.json").read_text())
+    assert [c["ok"] for c in run["captures"]] == [True, True]
+
+
+def test_profile_recipe_legs(tmp_path: Path) -> None:
+    shutil.copy(DECODE, tmp_path / "decode_loop.py")
+    recipe = tmp_path / "cpu-decode.yaml"
+    recipe.write_text(
+        "name: cpu-decode\n"
+        "question: does the fused attention change the decode loop's CPU profile?\n"
+        f"legs:\n  a:\n    path: {PY}\n  b:\n    path: {PY}\n"
+        "baseline:\n  leg: a\n"
+        "workloads:\n  decode:\n    command: ['{python}', '{recipe_dir}/decode_loop.py', "
+        + ", ".join(f"'{t}'" for t in SMALL)
+        + "]\n"
+    )
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        app, ["profile", str(recipe), "--legs", "a", "b", "--steps", "3", "--out", str(out)]
+    )
+    assert res.exit_code == 1, res.output
+    assert "zero GPU kernels" in res.output
+    events = [json.loads(x)["event"] for x in (out / "run.jsonl").read_text().splitlines()]
+    assert events[0] == "profile_started"
+    assert events.count("capture_finished") == 2
+    assert (out / "a" / "torch" / "trace.json.gz").exists()
+    bad = CliRunner().invoke(app, ["profile", str(recipe), "--legs", "a", "c"])
+    assert bad.exit_code == 1 and "neither a leg nor an arm" in bad.output
