@@ -117,7 +117,7 @@ def test_cli_capture_on_existing_envs_refuses_a_cpu_diff(tmp_path: Path) -> None
             str(out),
             "--",
             *SMALL,
-        ],  # fmt: skip
+        ],
     )
     assert res.exit_code == 1, res.output
     assert "zero GPU kernels" in res.output
