@@ -1,9 +1,73 @@
-"""CLI: arms (being built)."""
+"""``vllmdiag arms list|show``: the arm library."""
 
 from __future__ import annotations
 
 import typer
+from rich.table import Table
+
+from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.config import load_arm_library
+from vllmdiag.model.arms import Arm
+
+arms_app = typer.Typer(help="The library of single-variable arms.", no_args_is_help=True)
+
+
+def _json(arm: Arm, where: str = "") -> dict[str, object]:
+    return {
+        "name": arm.name,
+        "family": arm.family,
+        "kind": arm.kind.value,
+        "change": arm.describe(),
+        "single_variable": arm.single_variable,
+        "honoured_by": arm.honoured_by,
+        "fingerprint_field": arm.fingerprint_field,
+        "hypothesis": arm.hypothesis,
+        "source": where,
+    }
+
+
+@arms_app.command("list")
+def list_arms(
+    family: str | None = typer.Option(None, "--family", help="Only this family."),
+    as_json: bool = JsonOption,
+) -> None:
+    """List the arms: name, kind, what each changes."""
+    with user_errors():
+        lib = load_arm_library()
+        arms = [a for a in lib if family is None or a.family == family]
+        if as_json:
+            emit_json({"arms": [_json(a, lib.sources[a.name]) for a in arms]})
+            return
+        table = Table(title="arms", title_justify="left")
+        table.add_column("name", no_wrap=True)
+        for col in ("family", "kind", "change", "honoured by"):
+            table.add_column(col)
+        for a in arms:
+            table.add_row(a.name, a.family, a.kind.value, a.describe(), a.honoured_by or "")
+        human(as_json).print(table)
+
+
+@arms_app.command("show")
+def show_arm(name: str = typer.Argument(..., help="Arm name."), as_json: bool = JsonOption
+             ) -> None:
+    """Show one arm with the hypothesis it falsifies."""
+    with user_errors():
+        lib = load_arm_library()
+        arm = lib.get(name)
+        data = _json(arm, lib.sources[arm.name])
+        if as_json:
+            emit_json(data)
+            return
+        console = human(as_json)
+        console.print(f"[bold]{arm.name}[/] ({arm.family}, {arm.kind.value})")
+        console.print(f"  changes:     {arm.describe()}")
+        if arm.honoured_by:
+            console.print(f"  honoured by: {arm.honoured_by}")
+        if arm.fingerprint_field:
+            console.print(f"  takes effect if the run's {arm.fingerprint_field} changes")
+        console.print(f"  hypothesis:  {arm.hypothesis}")
+        console.print(f"  defined at:  {data['source']}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this family's commands to the app."""
+    app.add_typer(arms_app, name="arms")

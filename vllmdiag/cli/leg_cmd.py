@@ -1,9 +1,97 @@
-"""CLI: leg (being built)."""
+"""``vllmdiag leg build|show RECIPE [LEG]``: the runtime stacks of a recipe."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.table import Table
+
+from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.config import load_recipe
+from vllmdiag.engine.legs import recipe_legs
+from vllmdiag.envs import EnvCache, EnvEvent
+
+leg_app = typer.Typer(help="Build or inspect a recipe's legs (isolated uv environments).",
+                      no_args_is_help=True)
+
+
+@leg_app.command("build")
+def build(
+    recipe: Path = typer.Argument(..., help="Recipe YAML."),
+    leg: str | None = typer.Argument(None, help="A leg or arm name (default: all)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Build (or verify and reuse) legs; record freeze and runtime stack."""
+    console = human(as_json)
+    with user_errors():
+        rec = load_recipe(recipe)
+        cache = EnvCache()
+        out: list[dict[str, Any]] = []
+
+        def show(e: EnvEvent) -> None:
+            console.print(f"leg {e.leg}: {e.kind} {e.detail.splitlines()[0] if e.detail else ''}",
+                          highlight=False)
+
+        for spec in recipe_legs(rec, leg):
+            env = cache.ensure(spec, observer=show)
+            data = env.to_json()
+            out.append(data)
+            if not as_json:
+                _stack_table(console, data)
+        if as_json:
+            emit_json({"recipe": rec.name, "legs": out})
+
+
+@leg_app.command("show")
+def show(
+    recipe: Path = typer.Argument(..., help="Recipe YAML."),
+    leg: str | None = typer.Argument(None, help="A leg or arm name (default: all)."),
+    freeze: bool = typer.Option(False, "--freeze", help="Also list every installed package."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Show legs: spec, cache key, path, and what is installed if built (never builds)."""
+    console = human(as_json)
+    with user_errors():
+        rec = load_recipe(recipe)
+        cache = EnvCache()
+        out = []
+        for spec in recipe_legs(rec, leg):
+            env = cache.lookup(spec)
+            data: dict[str, Any] = {"leg": spec.name, "key": spec.key(), **spec.identity(),
+                                    "path": str(cache.path_for(spec)), "built": env is not None}
+            if env is not None:
+                data.update(env.to_json())
+            out.append(data)
+            if not as_json:
+                console.print(f"[bold]{spec.name}[/] key {spec.key()} "
+                              f"{'built' if env else '[yellow]not built[/]'} at {data['path']}")
+                console.print(f"  python {spec.python_request}, requirements: "
+                              f"{' '.join(spec.requirements) or '—'}"
+                              + (f", exclude_newer {spec.exclude_newer}" if spec.exclude_newer
+                                 else ""))
+                if env is not None:
+                    _stack_table(console, data)
+                    if freeze:
+                        console.print("\n".join(f"    {ln}" for ln in env.freeze))
+        if as_json:
+            emit_json({"recipe": rec.name, "legs": out})
+
+
+def _stack_table(console: Any, data: dict[str, Any]) -> None:
+    st = data.get("stack", {})
+    table = Table(title=f"{data['leg']} ({data['lock_hash']})", title_justify="left")
+    for col in ("vllm", "torch", "CUDA", "transformers", "flashinfer", "cutlass-dsl", "triton",
+                "python", "GPU"):
+        table.add_column(col)
+    gpus = data.get("gpu", {}).get("gpus", [])
+    gpu = f"{len(gpus)}× {gpus[0]['name']} ({gpus[0]['driver']})" if gpus else "—"
+    table.add_row(*(st.get(k) or "—" for k in ("vllm", "torch", "torch_cuda", "transformers",
+                                              "flashinfer-python", "nvidia-cutlass-dsl",
+                                              "triton", "python")), gpu)
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this family's commands to the app."""
+    app.add_typer(leg_app, name="leg")

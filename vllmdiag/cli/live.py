@@ -1,0 +1,86 @@
+"""The live view of a long job: env builds, cell i of n, the running cell's elapsed time
+and last log line. An observer of engine events; nothing in the engine knows about it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import TracebackType
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from vllmdiag.engine.events import CellFinished, CellStarted, CellTick, Event, Note, RunStarted
+from vllmdiag.envs.cache import EnvEvent
+
+STYLE = {"pass": "green", "fail": "red", "timeout": "magenta", "error": "bold yellow",
+         "skipped": "dim"}
+
+
+def last_line(log: Path, limit: int = 4096) -> str:
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:160] if lines else ""
+
+
+class LiveView:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console,
+        )
+        self.task = self.progress.add_task("cells", total=None)
+        self.status = Text("")
+        self.live = Live(Group(self.progress, self.status), console=console,
+                         refresh_per_second=4, transient=False)
+        self._last_read = 0.0
+
+    def __enter__(self) -> LiveView:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.status.plain = ""
+        self.live.__exit__(t, e, tb)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.progress.update(self.task, total=event.cells)
+            verb = "resuming" if event.resumed else "run"
+            self.console.print(f"{verb} directory: [bold]{event.run_dir}[/]")
+        elif isinstance(event, EnvEvent):
+            colour = {"failed": "red", "ready": "green", "reused": "cyan"}.get(event.kind, "")
+            text = f"leg {event.leg}: {event.kind} {event.detail.splitlines()[0] if event.detail else ''}"
+            self.console.print(f"[{colour}]{text}[/]" if colour else text, highlight=False)
+        elif isinstance(event, CellStarted):
+            self.status.plain = f"[{event.index}/{event.total}] {event.cell_id}: starting"
+        elif isinstance(event, CellTick):
+            now = time.monotonic()
+            if now - self._last_read > 0.5:
+                self._last_read = now
+                self.status.plain = (f"{event.cell_id} {event.elapsed_s:6.1f}s | "
+                                     f"{last_line(event.log)}")
+        elif isinstance(event, CellFinished):
+            r = event.result
+            style = STYLE.get(r.outcome.value, "")
+            reused = " (reused)" if event.reused else ""
+            extra = f" rc={r.rc}" if r.rc is not None else ""
+            cause = ""
+            if r.root_cause and r.root_cause.get("type"):
+                cause = f" — {r.root_cause['type']}: {str(r.root_cause.get('message', ''))[:80]}"
+            self.console.print(
+                f"[{event.index}/{event.total}] {r.id}: [{style}]{r.outcome.value}[/]{extra} "
+                f"{r.elapsed_s:.1f}s{reused}{cause}", highlight=False)
+            self.progress.advance(self.task)
+        elif isinstance(event, Note):
+            self.console.print(f"[yellow]{event.level}:[/] {event.text}", highlight=False)

@@ -1,0 +1,23 @@
+"""Rich renderings of engine results shared by several commands."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from vllmdiag.engine.summary import table_rows
+from vllmdiag.model.verdict import Verdict
+
+EFFECT_STYLE = {"sufficient": "bold green", "partial": "green", "ruled out": "dim",
+                "error": "bold yellow", "control": "cyan", "inert": "magenta"}
+
+
+def verdict_table(verdict: Verdict, workloads: list[str], title: str) -> Table:
+    rows = table_rows(verdict, workloads)
+    table = Table(title=title, title_justify="left")
+    for col in rows[0]:
+        table.add_column(col)
+    for row in rows[1:]:
+        effect = row[-1].split(" (")[0]
+        style = EFFECT_STYLE.get(effect, "")
+        table.add_row(*row[:-1], f"[{style}]{row[-1]}[/]" if style else row[-1])
+    return table

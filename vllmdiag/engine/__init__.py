@@ -1,0 +1,1 @@
+"""The jobs vllmdiag runs. They emit events to an observer and never print."""

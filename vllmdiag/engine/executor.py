@@ -1,0 +1,63 @@
+"""How a cell's command is executed. The matrix runner talks only to :class:`Executor`,
+so a cluster executor (Ray) can slot in beside :class:`LocalExecutor` without touching
+the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from vllmdiag import proc
+
+
+@dataclass(frozen=True)
+class CellTask:
+    cell_id: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: Path
+    log: Path
+    timeout: float
+    grace_s: float = proc.DEFAULT_GRACE_S
+    resources: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CellRun:
+    rc: int | None
+    elapsed_s: float
+    timed_out: bool
+    interrupted: bool
+
+
+Tick = Callable[[float], None]
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, task: CellTask, on_tick: Tick | None = None) -> CellRun:
+        """Run one cell to completion (or timeout, or interrupt) and say how it ended."""
+        ...
+
+
+class LocalExecutor:
+    """This node, one cell at a time, each in its own process group."""
+
+    name = "local"
+
+    def run(self, task: CellTask, on_tick: Tick | None = None) -> CellRun:
+        with open(task.log, "a", encoding="utf-8") as fh:
+            fh.write(f"$ {' '.join(task.argv)}\n")
+        done = proc.run(
+            task.argv,
+            env=task.env,
+            cwd=task.cwd,
+            timeout=task.timeout,
+            log=task.log,
+            grace_s=task.grace_s,
+            on_tick=on_tick,
+        )
+        return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)

@@ -1,0 +1,304 @@
+"""The falsification matrix: plan, build legs, run cells serially, journal, decide.
+
+Everything that can be checked before running is checked before running: the recipe, the
+arms, every cell's command. Then the node lock is taken, legs are built (a leg that fails
+to build makes its cells ERROR, never FAIL), and cells run one at a time in their own
+process groups. Each finished cell's result is written atomically before the next starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vllmdiag import proc
+from vllmdiag.engine import plan as planmod
+from vllmdiag.engine import workloads as wlmod
+from vllmdiag.engine.events import (
+    CellFinished,
+    CellStarted,
+    CellTick,
+    Note,
+    Observer,
+    RunStarted,
+    ignore,
+)
+from vllmdiag.engine.executor import CellTask, Executor, LocalExecutor
+from vllmdiag.engine.journal import RunDir, host
+from vllmdiag.engine.readers import RunReaders
+from vllmdiag.envs.cache import Env, EnvCache
+from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
+from vllmdiag.locks import file_lock
+from vllmdiag.model.outcome import CellResult, Outcome
+from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.verdict import MetricInfo, Verdict, decide
+from vllmdiag.paths import node_lock_path
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    cell: planmod.CellPlan
+    argv: list[str]
+    env_path: Path
+
+
+@dataclass(frozen=True)
+class MatrixPlan:
+    recipe: Recipe
+    cells: list[PlannedCell]
+    legs: list[Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recipe": self.recipe.name,
+            "question": self.recipe.question,
+            "legs": [{"name": leg.name, "key": leg.key(), **leg.identity()}
+                     for leg in self.legs],
+            "cells": [
+                {
+                    "id": p.cell.id,
+                    "arm": p.cell.arm,
+                    "workload": p.cell.workload,
+                    "repeat": p.cell.repeat,
+                    "leg": p.cell.leg.name,
+                    "env_path": str(p.env_path),
+                    "env": p.cell.env,
+                    "argv": p.argv,
+                }
+                for p in self.cells
+            ],
+        }
+
+
+@dataclass
+class MatrixOptions:
+    out: Path | None = None
+    resume: Path | None = None
+    runs_root: Path = Path("runs")
+    grace_s: float = proc.DEFAULT_GRACE_S
+    allow_contaminated: bool = False
+    executor: Executor = field(default_factory=LocalExecutor)
+    cache: EnvCache = field(default_factory=EnvCache)
+
+
+@dataclass(frozen=True)
+class MatrixReport:
+    recipe: Recipe
+    run_dir: Path
+    results: list[CellResult]
+    verdict: Verdict
+    envs: dict[str, dict[str, Any]]
+    interrupted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        verdict = self.verdict.to_json()
+        return {
+            "recipe": self.recipe.name,
+            "question": self.recipe.question,
+            "run_dir": str(self.run_dir),
+            "interrupted": self.interrupted,
+            "cells": [
+                {k: r.to_json()[k] for k in ("id", "arm", "workload", "repeat", "outcome", "rc",
+                                               "elapsed_s", "metrics", "reason", "leg",
+                                               "root_cause")}
+                for r in self.results
+            ],
+            "envs": self.envs,
+            "verdict": verdict,
+        }
+
+
+def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = None
+         ) -> MatrixPlan:
+    """Every cell with its exact command, without building or running anything."""
+    cache = cache or EnvCache()
+    cells = planmod.expand(recipe)
+    planned = []
+    for cell in cells:
+        env_path = cache.path_for(cell.leg)
+        python = _python_of(cell.leg, env_path)
+        out_dir = (run_dir or Path("<run>")) / "cells" / cell.id / "out"
+        argv = wlmod.render(recipe.workloads[cell.workload], name=cell.workload,
+                            flags=cell.flags, out_dir=out_dir, recipe_dir=recipe.recipe_dir,
+                            python=python)
+        planned.append(PlannedCell(cell, argv, env_path))
+    return MatrixPlan(recipe, planned, planmod.legs_needed(cells))
+
+
+def _python_of(leg: Any, env_path: Path) -> Path:
+    if leg.existing is not None and not Path(leg.existing).is_dir():
+        return Path(leg.existing)
+    return env_path / "bin" / "python"
+
+
+def run_matrix(recipe: Recipe, options: MatrixOptions, observer: Observer = ignore
+               ) -> MatrixReport:
+    plan(recipe, options.cache)  # validates every command before anything runs
+    with file_lock(node_lock_path(), wait=False, what="the node lock"):
+        return _Run(recipe, options, observer).execute()
+
+
+class _Run:
+    def __init__(self, recipe: Recipe, options: MatrixOptions, observer: Observer) -> None:
+        self.recipe = recipe
+        self.opts = options
+        self.notify = observer
+        if options.resume is not None:
+            self.run = RunDir.resume(options.resume, recipe.name)
+        else:
+            self.run = RunDir.create(recipe.name, out=options.out, runs_root=options.runs_root)
+        self.readers = RunReaders()
+        self.envs: dict[str, Env] = {}
+        self.env_errors: dict[str, str] = {}
+
+    def execute(self) -> MatrixReport:
+        cells = planmod.expand(self.recipe)
+        resumed = self.opts.resume is not None
+        self.run.event("run_started", recipe=self.recipe.name, source=str(self.recipe.source),
+                       cells=len(cells), resumed=resumed, host=host(),
+                       executor=self.opts.executor.name)
+        self.notify(RunStarted(self.run.path, len(cells), resumed))
+        self._build_legs(planmod.legs_needed(cells))
+        self._hygiene()
+        prior = self.run.finished() if resumed else {}
+        results: list[CellResult] = []
+        interrupted = False
+        for index, cell in enumerate(cells, start=1):
+            result = self._cell(index, len(cells), cell, prior.get(cell.id))
+            if result is None:
+                interrupted = True
+                break
+            results.append(result)
+        verdict = self._verdict(results)
+        report = MatrixReport(self.recipe, self.run.path, results, verdict,
+                              {k: v.to_json() for k, v in self.envs.items()}, interrupted)
+        from vllmdiag.engine.summary import write_summaries
+
+        write_summaries(self.run, report)
+        self.run.event("run_finished", status="interrupted" if interrupted else "complete",
+                       verdict=verdict.to_json())
+        return report
+
+    def _build_legs(self, legs: Sequence[Any]) -> None:
+        for leg in legs:
+            log = self.run.path / "envs" / f"{leg.key()}.log"
+            try:
+                env = self.opts.cache.ensure(leg, observer=self.notify, log=log)
+            except (EnvError, ProcessError) as exc:
+                self.env_errors[leg.key()] = exc.render()
+                self.run.event("env_failed", leg=leg.name, key=leg.key(), error=exc.render())
+                continue
+            self.envs[leg.key()] = env
+            self.run.event("env_ready", leg=leg.name, key=leg.key(), path=str(env.path),
+                           lock_hash=env.lock_hash, reused=env.reused, stack=env.stack,
+                           gpu=env.gpu, pins=list(leg.pins))
+            self.run.write_json(f"envs/{leg.key()}.json", env.to_json())
+
+    def _hygiene(self) -> None:
+        findings = self.readers.hygiene(list(self.envs.values()), self.recipe)
+        self.run.write_json("manifest.json", {
+            "recipe": self.recipe.model_dump(mode="json", by_alias=True),
+            "envs": {k: v.to_json() for k, v in self.envs.items()},
+            "env_errors": self.env_errors,
+            "hygiene": findings.to_json(),
+            "executor": self.opts.executor.name,
+        })
+        for line in findings.lines():
+            self.notify(Note("warning", line))
+        if findings.contaminated and not self.opts.allow_contaminated:
+            self.run.event("run_refused", reason="contaminated leg", hygiene=findings.to_json())
+            raise VllmdiagError(
+                "a leg is contaminated: " + "; ".join(findings.contaminations()),
+                where=str(self.run.path / "manifest.json"),
+                hint="clean the leg, or pass --allow-contaminated to measure it anyway "
+                "(the finding stays in the manifest)",
+            )
+
+    def _cell(self, index: int, total: int, cell: planmod.CellPlan,
+              prior: CellResult | None) -> CellResult | None:
+        env = self.envs.get(cell.leg.key())
+        if env is None:
+            reason = self.env_errors.get(cell.leg.key(), "leg not built")
+            return self._finish(index, total, _error(cell, f"leg {cell.leg.name}: {reason}"))
+        out_dir = self.run.out_dir(cell.id)
+        wl = self.recipe.workloads[cell.workload]
+        argv = wlmod.render(wl, name=cell.workload, flags=cell.flags, out_dir=out_dir,
+                            recipe_dir=self.recipe.recipe_dir, python=env.python)
+        fp = planmod.fingerprint(cell, env.lock_hash, argv, cell.workload)
+        if prior is not None and prior.fingerprint == fp and prior.outcome.is_result:
+            self.run.event("cell_reused", id=cell.id, fingerprint=fp)
+            self.notify(CellFinished(index, total, prior, reused=True))
+            return prior
+        self.run.prepare_cell(cell.id)
+        log = self.run.log_path(cell.id)
+        child_env = env.child_environ(proc.clean_environ())
+        child_env.update(cell.env)
+        self.run.event("cell_started", id=cell.id, arm=cell.arm, workload=cell.workload,
+                       repeat=cell.repeat, leg=cell.leg.name, argv=argv, env=cell.env,
+                       fingerprint=fp, lock_hash=env.lock_hash)
+        self.notify(CellStarted(index, total, cell.id, log))
+        task = CellTask(cell.id, tuple(argv), child_env, out_dir, log, self.recipe.timeout,
+                        self.opts.grace_s)
+        try:
+            done = self.opts.executor.run(
+                task, on_tick=lambda s: self.notify(CellTick(cell.id, s, log)))
+        except ProcessError as exc:
+            return self._finish(index, total, _error(cell, exc.render(), fp, env, argv))
+        if done.interrupted:
+            self.run.event("cell_interrupted", id=cell.id, elapsed_s=done.elapsed_s)
+            return None
+        result = self._judge(cell, done.rc, done.elapsed_s, done.timed_out, fp, env, argv, log)
+        return self._finish(index, total, result)
+
+    def _judge(self, cell: planmod.CellPlan, rc: int | None, elapsed: float, timed_out: bool,
+               fp: str, env: Env, argv: list[str], log: Path) -> CellResult:
+        wl = self.recipe.workloads[cell.workload]
+        specs = wlmod.specs_for(wl, self.recipe.metrics)
+        metrics, missing = wlmod.extract(specs, self.run.out_dir(cell.id), log)
+        required = {m.name for m in self.recipe.metrics_for(cell.workload)}
+        reason = ""
+        if timed_out:
+            outcome, reason = Outcome.TIMEOUT, f"killed after {self.recipe.timeout:.0f}s"
+        elif rc == 0:
+            lacking = [m for m in missing if m.split(":", 1)[0] in required]
+            outcome = Outcome.ERROR if lacking else Outcome.PASS
+            reason = "; ".join(lacking)
+        else:
+            outcome, reason = Outcome.FAIL, f"exit status {rc}"
+        root = self.readers.root_cause(log) if outcome in (Outcome.FAIL, Outcome.TIMEOUT) else None
+        return CellResult(
+            id=cell.id, arm=cell.arm, workload=cell.workload, repeat=cell.repeat,
+            outcome=outcome, rc=rc, elapsed_s=elapsed, metrics=metrics, fingerprint=fp,
+            reason=reason, leg=cell.leg.name, lock_hash=env.lock_hash, argv=tuple(argv),
+            root_cause=root, run_fingerprint=self.readers.run_fingerprint(log),
+            log_path=str(log),
+        )
+
+    def _finish(self, index: int, total: int, result: CellResult) -> CellResult:
+        self.run.write_result(result)
+        self.run.event("cell_finished", id=result.id, outcome=result.outcome.value,
+                       rc=result.rc, elapsed_s=round(result.elapsed_s, 3),
+                       metrics=result.metrics, reason=result.reason)
+        self.notify(CellFinished(index, total, result))
+        return result
+
+    def _verdict(self, results: list[CellResult]) -> Verdict:
+        metrics = {}
+        for w in self.recipe.workloads:
+            specs = self.recipe.metrics_for(w)
+            if specs:
+                metrics[w] = MetricInfo(specs[0].name, specs[0].better)
+        inert = self.readers.inert_arms(self.recipe, results, self.envs)
+        return decide(planmod.arm_infos(self.recipe), list(self.recipe.workloads), results,
+                      metrics=metrics or None, target=self.recipe.target, inert=inert)
+
+
+def _error(cell: planmod.CellPlan, reason: str, fp: str = "", env: Env | None = None,
+           argv: list[str] | None = None) -> CellResult:
+    return CellResult(
+        id=cell.id, arm=cell.arm, workload=cell.workload, repeat=cell.repeat,
+        outcome=Outcome.ERROR, rc=None, elapsed_s=0.0, fingerprint=fp, reason=reason,
+        leg=cell.leg.name, lock_hash=env.lock_hash if env else "", argv=tuple(argv or ()),
+    )

@@ -1,0 +1,118 @@
+"""The plan of a matrix: which legs, which cells, in which order. Pure: no I/O.
+
+Cells = (baseline, each arm, each control) × workloads × repeats, with repetition as the
+outer loop so slow drift (thermal, a neighbour, a cache filling) cannot line up with an arm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from vllmdiag.envs.spec import LegSpec
+from vllmdiag.model.arms import Arm, Flag
+from vllmdiag.model.recipe import LegConfig, Recipe
+from vllmdiag.model.verdict import BASELINE, ArmInfo
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    id: str
+    arm: str
+    workload: str
+    repeat: int
+    leg: LegSpec
+    env: dict[str, str] = field(default_factory=dict)
+    flags: tuple[Flag, ...] = ()
+
+
+def leg_spec(name: str, cfg: LegConfig) -> LegSpec:
+    return LegSpec(
+        name=name,
+        requirements=tuple(cfg.requirements),
+        python=cfg.python,
+        index_url=cfg.index_url,
+        extra_index_urls=tuple(cfg.extra_index_urls),
+        exclude_newer=cfg.exclude_newer,
+        existing=cfg.path,
+    )
+
+
+def arm_leg(recipe: Recipe, arm: Arm | None) -> LegSpec:
+    """The leg a cell of ``arm`` runs on: the baseline's, another one, or a derived one."""
+    if arm is not None and arm.leg is not None:
+        base = leg_spec(arm.leg, recipe.legs[arm.leg])
+    else:
+        base = leg_spec(recipe.baseline.leg, recipe.legs[recipe.baseline.leg])
+    for pin in arm.pin if arm is not None else ():
+        base = base.with_pin(pin)
+    return base
+
+
+def expand(recipe: Recipe) -> list[CellPlan]:
+    columns: list[Arm | None] = [None, *recipe.arms, *recipe.controls]
+    cells = []
+    for rep in range(1, recipe.repeats + 1):
+        for arm in columns:
+            name = BASELINE if arm is None else arm.name
+            for wl in recipe.workloads:
+                env = {**recipe.baseline.env, **recipe.workloads[wl].env}
+                flags = tuple(recipe.baseline.flags)
+                if arm is not None:
+                    env.update(arm.env)
+                    flags = _merge_flags(flags, arm.flag)
+                cells.append(
+                    CellPlan(
+                        id=cell_id(rep, name, wl),
+                        arm=name,
+                        workload=wl,
+                        repeat=rep,
+                        leg=arm_leg(recipe, arm),
+                        env=env,
+                        flags=flags,
+                    )
+                )
+    return cells
+
+
+def cell_id(repeat: int, arm: str, workload: str) -> str:
+    return f"r{repeat}.{arm}.{workload}"
+
+
+def _merge_flags(base: tuple[Flag, ...], extra: tuple[Flag, ...]) -> tuple[Flag, ...]:
+    """An arm's flag replaces a baseline flag of the same name rather than repeating it."""
+    names = {f.name for f in extra}
+    return (*(f for f in base if f.name not in names), *extra)
+
+
+def legs_needed(cells: list[CellPlan]) -> list[LegSpec]:
+    seen: dict[str, LegSpec] = {}
+    for c in cells:
+        seen.setdefault(c.leg.key(), c.leg)
+    return list(seen.values())
+
+
+def arm_infos(recipe: Recipe) -> list[ArmInfo]:
+    out = [ArmInfo(a.name, a.kind.value, False, a.single_variable, a.describe())
+           for a in recipe.arms]
+    out += [ArmInfo(a.name, a.kind.value, True, a.single_variable, a.describe())
+            for a in recipe.controls]
+    return out
+
+
+def fingerprint(cell: CellPlan, lock_hash: str, argv: list[str], workload: str) -> str:
+    """What makes a finished result reusable on resume: the env as installed, the exact
+    command, its environment overlay, the workload, the arm and the repeat."""
+    blob = json.dumps(
+        {
+            "lock": lock_hash,
+            "argv": argv,
+            "env": sorted(cell.env.items()),
+            "workload": workload,
+            "arm": cell.arm,
+            "repeat": cell.repeat,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]

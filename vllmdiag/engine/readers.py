@@ -1,0 +1,141 @@
+"""How the matrix runner reads its own runs: root causes of failing cells, run
+fingerprints, leg hygiene and inert arms. One seam between the runner and the
+triage / fingerprint / hygiene libraries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vllmdiag.engine import plan as planmod
+from vllmdiag.envs.cache import Env
+from vllmdiag.model.inert import ArmEvidence, inert_reason, unknown_env_vars
+from vllmdiag.model.outcome import CellResult
+from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.verdict import BASELINE
+
+#: Flag rejections and env warnings sit near the start of a log; a crash near its end.
+_HEAD = 256 * 1024
+_TAIL = 256 * 1024
+
+
+@dataclass(frozen=True)
+class HygieneSummary:
+    per_leg: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def contaminated(self) -> bool:
+        return any(r.get("contaminated") for r in self.per_leg.values())
+
+    def contaminations(self) -> list[str]:
+        return [
+            f"{leg}: {f['message']}"
+            for leg, r in self.per_leg.items()
+            for f in r.get("findings", [])
+            if f.get("severity") == "contaminated"
+        ]
+
+    def lines(self) -> list[str]:
+        return [
+            f"{leg}: {f['severity']}: {f['message']}"
+            for leg, r in self.per_leg.items()
+            for f in r.get("findings", [])
+            if f.get("severity") in ("contaminated", "warning")
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.per_leg
+
+
+class RunReaders:
+    def root_cause(self, log: Path) -> dict[str, Any] | None:
+        try:
+            from vllmdiag.triage import triage_file
+        except ImportError:  # DEV-BRIDGE
+            return None
+
+        triage = triage_file(log)
+        data: dict[str, Any] = triage.to_json()
+        root = data.get("root_cause")
+        if root is None:
+            return {"type": None, "message": triage.note or "no traceback in the log",
+                    "signature": None, "known": None, "next_step": None, "process": None}
+        return dict(root)
+
+    def run_fingerprint(self, log: Path) -> dict[str, Any] | None:
+        try:
+            from vllmdiag.fingerprint import fingerprint_file
+        except ImportError:  # DEV-BRIDGE
+            return None
+
+        fp: dict[str, Any] = fingerprint_file(log).to_json()
+        return fp
+
+    def hygiene(self, envs: Sequence[Env], recipe: Recipe) -> HygieneSummary:
+        try:
+            from vllmdiag.hygiene import doctor
+        except ImportError:  # DEV-BRIDGE
+            return HygieneSummary()
+
+        run_env = dict(recipe.baseline.env)
+        per_leg = {}
+        for env in envs:
+            report = doctor(env, run_env=run_env)
+            per_leg[env.spec.name] = report.to_json()
+        return HygieneSummary(per_leg)
+
+    def inert_arms(self, recipe: Recipe, results: Sequence[CellResult],
+                   envs: Mapping[str, Env]) -> dict[str, str]:
+        try:
+            from vllmdiag.hygiene import known_env_vars
+        except ImportError:  # DEV-BRIDGE
+            def known_env_vars(env: Env) -> frozenset[str] | None:
+                return None
+
+        by_arm: dict[str, list[CellResult]] = {}
+        for r in results:
+            by_arm.setdefault(r.arm, []).append(r)
+        base_fps = [r.run_fingerprint for r in by_arm.get(BASELINE, []) if r.run_fingerprint]
+        known_cache: dict[str, frozenset[str] | None] = {}
+        out = {}
+        for arm in recipe.arms:
+            leg = planmod.arm_leg(recipe, arm)
+            env = envs.get(leg.key())
+            if env is not None and leg.key() not in known_cache:
+                known_cache[leg.key()] = known_env_vars(env) if arm.env else None
+            cells = by_arm.get(arm.name, [])
+            texts = [_read_bounded(Path(recipe_log)) for recipe_log in _logs(results, arm.name)]
+            env_error = next((c.reason for c in cells if "pin did not hold" in c.reason), "")
+            evidence = ArmEvidence(
+                arm=arm,
+                stack=env.stack if env else {},
+                known_env=known_cache.get(leg.key()),
+                unknown_env_warnings=unknown_env_vars(texts),
+                log_texts=texts,
+                fingerprints=[c.run_fingerprint for c in cells if c.run_fingerprint],
+                baseline_fingerprints=base_fps,
+                env_error=env_error,
+            )
+            reason = inert_reason(evidence)
+            if reason:
+                out[arm.name] = reason
+        return out
+
+
+def _logs(results: Sequence[CellResult], arm: str) -> list[str]:
+    return [r.log_path for r in results if r.arm == arm and r.log_path]
+
+
+def _read_bounded(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            if size <= _HEAD + _TAIL:
+                return fh.read().decode("utf-8", "replace")
+            head = fh.read(_HEAD)
+            fh.seek(size - _TAIL)
+            return (head + b"\n...\n" + fh.read()).decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -1,0 +1,110 @@
+"""The matrix written for people: ``summary.md`` and ``summary.txt``, plus ``verdict.json``.
+
+The table has the shape of the seeds' diag_silent4 table: one row per arm (baseline
+first, controls last), one column per workload, and the effect.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from vllmdiag.model.verdict import Status, Verdict
+
+if TYPE_CHECKING:
+    from vllmdiag.engine.journal import RunDir
+    from vllmdiag.engine.matrix import MatrixReport
+
+
+def table_rows(verdict: Verdict, workloads: list[str]) -> list[list[str]]:
+    """Header + rows: arm, one cell per workload, effect."""
+    rows = [["arm", *workloads, "effect"]]
+    rows.append(["baseline", *(_cell(verdict.baseline[w]) for w in workloads), ""])
+    for arm in verdict.arms:
+        effect = arm.effect.value.replace("_", " ")
+        if not arm.single_variable:
+            effect += " (compound)"
+        rows.append([arm.name, *(_cell(arm.cells.get(w)) for w in workloads), effect])
+    return rows
+
+
+def _cell(s: Status | None) -> str:
+    if s is None:
+        return "—"
+    if s.ratio is not None:
+        return f"{s.label} ({s.ratio:.2f}x)"
+    return s.label
+
+
+def markdown(report: MatrixReport) -> str:
+    v = report.verdict
+    workloads = list(report.recipe.workloads)
+    rows = table_rows(v, workloads)
+    out = [f"# {report.recipe.name}", "", f"**Question.** {report.recipe.question}", ""]
+    out.append("| " + " | ".join(rows[0]) + " |")
+    out.append("| " + " | ".join("---" for _ in rows[0]) + " |")
+    for r in rows[1:]:
+        bold = "sufficient" in r[-1]
+        cells = [f"**{c}**" if bold and c else c for c in r]
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", f"**Verdict.** {v.summary}", ""]
+    out += _details(report)
+    return "\n".join(out) + "\n"
+
+
+def _details(report: MatrixReport) -> list[str]:
+    out = ["## Arms", ""]
+    arms = {a.name: a for a in report.recipe.all_arms()}
+    for a in report.verdict.arms:
+        arm = arms.get(a.name)
+        change = arm.describe() if arm else ""
+        out.append(f"- `{a.name}` ({a.kind}: {change}): **{a.effect.value}**: {a.detail}")
+    causes = Counter(
+        (r.root_cause or {}).get("signature") or (r.root_cause or {}).get("message") or ""
+        for r in report.results if r.root_cause
+    )
+    if causes:
+        out += ["", "## Root causes of failing cells", ""]
+        for sig, n in causes.most_common():
+            example = next(r for r in report.results if r.root_cause and (
+                r.root_cause.get("signature") or r.root_cause.get("message") or "") == sig)
+            rc = example.root_cause or {}
+            known = f" — known: {rc['known']}" if rc.get("known") else ""
+            step = f"; next: `{rc['next_step']}`" if rc.get("next_step") else ""
+            out.append(f"- {n} cell(s): `{sig}`{known}{step} (e.g. `{example.id}`)")
+    errors = [r for r in report.results if r.outcome.value == "error"]
+    if errors:
+        out += ["", "## Errors (no result: the cell could not be set up)", ""]
+        out += [f"- `{r.id}`: {r.reason.splitlines()[0] if r.reason else ''}" for r in errors]
+    out += ["", "## Legs", "", "| leg | path | lock | vllm | torch | python | pins |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for env in report.envs.values():
+        st = env.get("stack", {})
+        torch = st.get("torch") or "—"
+        if st.get("torch_cuda"):
+            torch += f" (CUDA {st['torch_cuda']})"
+        out.append(f"| {env['leg']} | `{env['path']}` | `{env['lock_hash']}` | "
+                   f"{st.get('vllm') or '—'} | {torch} | {st.get('python')} | "
+                   f"{', '.join(env.get('pins', [])) or '—'} |")
+    if report.interrupted:
+        out += ["", "**Interrupted.** Resume with "
+                f"`vllmdiag matrix {report.recipe.source} --resume {report.run_dir}`."]
+    return out
+
+
+def text(report: MatrixReport) -> str:
+    rows = table_rows(report.verdict, list(report.recipe.workloads))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [f"{report.recipe.name}: {report.recipe.question}", ""]
+    for n, r in enumerate(rows):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    lines += ["", report.verdict.summary]
+    return "\n".join(lines) + "\n"
+
+
+def write_summaries(run: RunDir, report: MatrixReport) -> None:
+    run.write_text("summary.md", markdown(report))
+    run.write_text("summary.txt", text(report))
+    run.write_json("verdict.json", report.verdict.to_json())

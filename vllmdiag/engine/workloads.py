@@ -1,0 +1,162 @@
+"""Workloads: command templates rendered into argv, and metrics read back.
+
+Built-ins drive vLLM's own CLI (checked against ``vllm/benchmarks/{throughput,latency}.py``
+of 0.18–0.29): ``vllm bench throughput`` on the random dataset with ``--output-json``,
+``vllm bench latency --output-json``, and a start-and-generate smoke check run by the
+leg's python. Any other command is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from vllmdiag import probes
+from vllmdiag.errors import ConfigError
+from vllmdiag.model.arms import Flag
+from vllmdiag.model.recipe import Builtin, MetricSpec, WorkloadConfig
+
+PLACEHOLDERS = ("model", "out_dir", "flags", "recipe_dir", "python")
+
+THROUGHPUT_JSON = "throughput.json"
+LATENCY_JSON = "latency.json"
+
+#: Metrics a built-in always records (the recipe's own ``metrics`` decide the verdict).
+BUILTIN_METRICS: dict[Builtin, tuple[MetricSpec, ...]] = {
+    Builtin.THROUGHPUT: (
+        MetricSpec(name="tokens_per_second", json=THROUGHPUT_JSON, key="tokens_per_second"),
+        MetricSpec(name="requests_per_second", json=THROUGHPUT_JSON,
+                   key="requests_per_second"),
+        MetricSpec(name="output_tokens_per_second",
+                   regex=r"Throughput: .*?([\d.]+) output tokens/s"),
+        MetricSpec(name="elapsed_time", json=THROUGHPUT_JSON, key="elapsed_time",
+                   better="lower"),
+    ),
+    Builtin.LATENCY: (
+        MetricSpec(name="avg_latency", json=LATENCY_JSON, key="avg_latency", better="lower"),
+        MetricSpec(name="p50_latency", json=LATENCY_JSON, key="percentiles.50",
+                   better="lower"),
+        MetricSpec(name="p99_latency", json=LATENCY_JSON, key="percentiles.99",
+                   better="lower"),
+    ),
+    Builtin.SMOKE: (),
+}
+
+
+def template(wl: WorkloadConfig) -> list[str]:
+    """The argv template of a workload, placeholders still in."""
+    if wl.command is not None:
+        return shlex.split(wl.command) if isinstance(wl.command, str) else list(wl.command)
+    assert wl.builtin is not None
+    if wl.builtin is Builtin.THROUGHPUT:
+        return ["vllm", "bench", "throughput", "--model", "{model}", "--dataset-name", "random",
+                "--input-len", str(wl.input_len), "--output-len", str(wl.output_len),
+                "--num-prompts", str(wl.num_prompts),
+                "--output-json", "{out_dir}/" + THROUGHPUT_JSON, *wl.args, "{flags}"]
+    if wl.builtin is Builtin.LATENCY:
+        return ["vllm", "bench", "latency", "--model", "{model}",
+                "--input-len", str(wl.input_len), "--output-len", str(wl.output_len),
+                "--batch-size", str(wl.batch_size),
+                "--output-json", "{out_dir}/" + LATENCY_JSON, *wl.args, "{flags}"]
+    return ["{python}", str(probes.script("vllm_smoke")), "--model", "{model}", *wl.args,
+            "{flags}"]
+
+
+def render(
+    wl: WorkloadConfig,
+    *,
+    name: str,
+    flags: Sequence[Flag],
+    out_dir: Path,
+    recipe_dir: Path,
+    python: Path,
+) -> list[str]:
+    """argv for one cell. ``{flags}`` as a whole token expands to the flags' tokens."""
+    values = {
+        "model": wl.model or "",
+        "out_dir": str(out_dir),
+        "recipe_dir": str(recipe_dir),
+        "python": str(python),
+    }
+    flag_tokens = [t for f in flags for t in f.argv()]
+    argv: list[str] = []
+    for token in template(wl):
+        if token == "{flags}":
+            argv.extend(flag_tokens)
+            continue
+        try:
+            argv.append(token.format(**values, flags=" ".join(flag_tokens)))
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(
+                f"workloads.{name}.command: bad placeholder in {token!r} ({exc})",
+                hint="placeholders are " + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                + "; write {{ and }} for literal braces",
+            ) from None
+    if flag_tokens and "{flags}" not in template(wl):
+        raise ConfigError(
+            f"workloads.{name}.command has no {{flags}} placeholder but the cell has flags "
+            f"({' '.join(flag_tokens)})",
+            hint="add {flags} where the command takes its options, or the flag arm would "
+            "silently do nothing",
+        )
+    return argv
+
+
+def specs_for(wl: WorkloadConfig, recipe_metrics: Sequence[MetricSpec]) -> tuple[MetricSpec, ...]:
+    own = wl.metrics or tuple(recipe_metrics)
+    builtin = BUILTIN_METRICS.get(wl.builtin, ()) if wl.builtin else ()
+    names = {m.name for m in own}
+    return (*own, *(m for m in builtin if m.name not in names))
+
+
+def extract(specs: Sequence[MetricSpec], out_dir: Path, log: Path) -> tuple[dict[str, float],
+                                                                               list[str]]:
+    """Values of ``specs`` and, for those not found, why (never a silent zero)."""
+    found: dict[str, float] = {}
+    missing: list[str] = []
+    text: str | None = None
+    for spec in specs:
+        if spec.json_file is not None:
+            value, why = _from_json(out_dir / spec.json_file, spec.key or "")
+        else:
+            if text is None:
+                text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+            value, why = _from_regex(text, spec.regex or "")
+        if value is None:
+            missing.append(f"{spec.name}: {why}")
+        else:
+            found[spec.name] = value
+    return found, missing
+
+
+def _from_json(path: Path, key: str) -> tuple[float | None, str]:
+    try:
+        data: object = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{path.name} was not written"
+    except (OSError, ValueError) as exc:
+        return None, f"{path.name} is not JSON ({exc})"
+    for part in key.split("."):
+        if isinstance(data, Mapping) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
+            data = data[int(part)]
+        else:
+            return None, f"{path.name} has no key {key!r}"
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        return None, f"{path.name}:{key} is not a number ({data!r})"
+    return float(data), ""
+
+
+def _from_regex(text: str, regex: str) -> tuple[float | None, str]:
+    matches = list(re.finditer(regex, text, re.MULTILINE))
+    if not matches:
+        return None, f"no line of the log matches {regex!r}"
+    raw = matches[-1].group(1).replace(",", "")
+    try:
+        return float(raw), ""
+    except ValueError:
+        return None, f"{raw!r} matched {regex!r} but is not a number"

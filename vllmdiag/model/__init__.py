@@ -1,0 +1,1 @@
+"""Pure, frozen data: arms, recipes, cells, outcomes and verdicts. No I/O here."""

@@ -1,0 +1,201 @@
+"""A recipe: the question, the legs, the baseline, workloads, arms and how to score them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vllmdiag.model.arms import Arm, Flag
+
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LegConfig(Strict):
+    """A runtime stack: build it (python + requirements) or use one (``path``)."""
+
+    python: str | None = None
+    requirements: tuple[str, ...] = ()
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    exclude_newer: str | None = None
+    path: Path | None = None
+
+    @field_validator("requirements", mode="before")
+    @classmethod
+    def _reqs(cls, v: object) -> object:
+        items = [v] if isinstance(v, str) else v
+        if isinstance(items, (list, tuple)):
+            for i, item in enumerate(items):
+                try:
+                    Requirement(str(item))
+                except InvalidRequirement as exc:
+                    raise ValueError(
+                        f"requirement {i} ({item!r}) is not PEP 508: {exc}"
+                    ) from None
+        return items
+
+    @field_validator("python", mode="before")
+    @classmethod
+    def _python(cls, v: object) -> object:
+        if isinstance(v, float):  # YAML reads 3.10 as 3.1: refuse rather than guess
+            raise ValueError(f"quote the Python version ('{v}' is read as a number)")
+        if v is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(v)):
+            raise ValueError(f"python must look like '3.11', not {v!r}")
+        return v
+
+    @field_validator("exclude_newer", mode="before")
+    @classmethod
+    def _date(cls, v: object) -> object:
+        if isinstance(v, (dt.date, dt.datetime)):
+            return v.isoformat()
+        if v is not None:
+            try:
+                dt.datetime.fromisoformat(str(v).replace("Z", "+00:00"))
+            except ValueError:
+                raise ValueError(f"exclude_newer must be an ISO date (2026-09-20): {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _built_or_existing(self) -> LegConfig:
+        if self.path is not None and (self.requirements or self.index_url or self.exclude_newer):
+            raise ValueError("a leg is either built (requirements) or existing (path), not both")
+        if self.path is None and not self.requirements:
+            raise ValueError("a leg needs requirements (e.g. ['vllm==0.18.0']) or a path")
+        return self
+
+
+class Builtin(str, Enum):
+    THROUGHPUT = "vllm-throughput"
+    LATENCY = "vllm-latency"
+    SMOKE = "vllm-smoke"
+
+
+class MetricSpec(Strict):
+    """A number a workload reports: a key in a JSON file it writes, or a regex group."""
+
+    name: str = Field(pattern=NAME)
+    json_file: str | None = Field(default=None, alias="json")
+    key: str | None = None
+    regex: str | None = None
+    better: Literal["higher", "lower"] = "higher"
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _source(self) -> MetricSpec:
+        if (self.json_file is None) == (self.regex is None):
+            raise ValueError("a metric takes exactly one of 'json' (with 'key') or 'regex'")
+        if self.json_file is not None and not self.key:
+            raise ValueError("a json metric needs 'key' (dotted, e.g. percentiles.50)")
+        if self.regex is not None:
+            try:
+                pattern = re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"bad regex: {exc}") from None
+            if pattern.groups < 1:
+                raise ValueError("the regex needs one capture group around the number")
+        return self
+
+
+class WorkloadConfig(Strict):
+    """What a cell runs: a built-in vLLM benchmark or any command template.
+
+    Placeholders: ``{model}``, ``{out_dir}``, ``{flags}`` (expands to the baseline's and
+    the arm's flags), ``{recipe_dir}``, ``{python}`` (the leg's interpreter).
+    """
+
+    builtin: Builtin | None = None
+    command: tuple[str, ...] | str | None = None
+    model: str | None = None
+    args: tuple[str, ...] = ()
+    input_len: int = Field(default=1024, gt=0)
+    output_len: int = Field(default=128, gt=0)
+    num_prompts: int = Field(default=200, gt=0)
+    batch_size: int = Field(default=8, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    metrics: tuple[MetricSpec, ...] = ()
+
+    @model_validator(mode="after")
+    def _what(self) -> WorkloadConfig:
+        if (self.builtin is None) == (self.command is None):
+            raise ValueError("a workload takes exactly one of 'builtin' or 'command'")
+        if self.builtin is not None and not self.model:
+            raise ValueError(f"the built-in {self.builtin.value} workload needs 'model'")
+        return self
+
+
+class Baseline(Strict):
+    leg: str
+    env: dict[str, str] = Field(default_factory=dict)
+    flags: tuple[Flag, ...] = ()
+
+    @field_validator("flags", mode="before")
+    @classmethod
+    def _flags(cls, v: object) -> object:
+        items = [v] if isinstance(v, str) else v
+        if isinstance(items, (list, tuple)):
+            return [Flag.parse(i) if isinstance(i, str) else i for i in items]
+        return items
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env(cls, v: object) -> object:
+        if isinstance(v, dict):
+            return {str(k): str(val) for k, val in v.items()}
+        return v
+
+
+class Recipe(Strict):
+    """A validated recipe; arms are resolved against the library at load time."""
+
+    name: str = Field(pattern=NAME)
+    question: str
+    legs: dict[str, LegConfig]
+    baseline: Baseline
+    workloads: dict[str, WorkloadConfig]
+    arms: tuple[Arm, ...] = ()
+    controls: tuple[Arm, ...] = ()
+    repeats: int = Field(default=1, ge=1, le=100)
+    timeout: float = Field(default=3600.0, gt=0)
+    metrics: tuple[MetricSpec, ...] = ()
+    target: str | None = None
+    source: Path | None = None
+
+    @model_validator(mode="after")
+    def _references(self) -> Recipe:
+        if self.baseline.leg not in self.legs:
+            raise ValueError(f"baseline.leg {self.baseline.leg!r} is not one of the legs")
+        seen: set[str] = {"baseline"}
+        for arm in (*self.arms, *self.controls):
+            if arm.name in seen:
+                raise ValueError(f"two arms are named {arm.name!r}")
+            seen.add(arm.name)
+            if arm.leg is not None and arm.leg not in self.legs:
+                raise ValueError(f"arm {arm.name!r} names leg {arm.leg!r}, not one of the legs")
+        if self.target is not None and self.target not in {c.name for c in self.controls}:
+            raise ValueError(f"target {self.target!r} must name one of the controls")
+        return self
+
+    @property
+    def recipe_dir(self) -> Path:
+        return self.source.parent if self.source else Path.cwd()
+
+    def metrics_for(self, workload: str) -> tuple[MetricSpec, ...]:
+        return self.workloads[workload].metrics or self.metrics
+
+    @property
+    def is_metric_matrix(self) -> bool:
+        return any(self.metrics_for(w) for w in self.workloads)
+
+    def all_arms(self) -> tuple[Arm, ...]:
+        return (*self.arms, *self.controls)
