@@ -1,0 +1,231 @@
+"""Triage on log fixtures in vLLM's real formats (process tags, logger prefix, wrappers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vllmdiag.cli.app import app
+from vllmdiag.errors import ConfigError
+from vllmdiag.triage import Catalogue, attribute, triage_file
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+THRMMA = LOGS / "b200_018_whisper_thrmma.log"
+
+
+def test_engine_core_root_cause_beats_the_parent_wrapper() -> None:
+    t = triage_file(THRMMA)
+    rc = t.root_cause
+    assert rc is not None
+    assert rc.type == "AttributeError"
+    assert rc.message == "module 'cutlass.cute.core' has no attribute 'ThrMma'"
+    assert rc.process == "EngineCore_DP0 pid=41877"
+    assert rc.known == "cutlass-thrmma-relocation"
+    assert rc.next_step is not None and "--consumer vllm==0.18.0" in rc.next_step
+    assert [w.message.split(".")[0] for w in t.wrappers] == ["Engine core initialization failed"]
+    # logged by vLLM and printed again by multiprocessing: one traceback, not two
+    assert t.tracebacks == 2
+    assert t.vllm_version == "0.18.0"
+    j = t.to_json()
+    assert set(j["root_cause"]) >= {"type", "message", "process", "signature", "known", "next_step"}
+    assert j["tracebacks"] == 2 and isinstance(j["wrappers"], list)
+
+
+def test_benign_usage_stats_traceback_is_skipped_and_first_failing_worker_wins() -> None:
+    t = triage_file(LOGS / "debug_usage_stats_then_oom.log")
+    rc = t.root_cause
+    assert rc is not None
+    assert rc.type == "torch.OutOfMemoryError"
+    assert rc.process == "Worker_TP1 pid=5302"
+    assert rc.known == "cuda-out-of-memory"
+    assert "gpu-memory-utilization-0.5" in (rc.next_step or "")
+    assert [b.type for b in t.benign] == ["json.decoder.JSONDecodeError"]
+    assert "usage-stats-cpuinfo-json" in t.benign[0].why
+    kinds = sorted(w.message[:26] for w in t.wrappers)
+    assert kinds == ["Engine core initialization", "Worker failed with error '"]
+
+
+def test_chained_exception_names_the_known_link() -> None:
+    t = triage_file(LOGS / "gemma4_018_chained.log")
+    rc = t.root_cause
+    assert rc is not None
+    assert rc.type == "ValueError" and "model type `gemma4`" in rc.message
+    assert rc.known == "transformers-unknown-model-type"
+    assert "chain of 3" in rc.reason
+    assert rc.meaning is not None and "gemma4" in rc.meaning
+    assert rc.process == "main"  # docker timestamps stripped, no process tag
+
+
+def test_ray_remote_traceback_is_the_root() -> None:
+    rc = triage_file(LOGS / "ray_free_memory.log").root_cause
+    assert rc is not None
+    assert rc.type == "ValueError"
+    assert rc.process == "RayWorkerWrapper pid=7106"
+    assert rc.known == "free-memory-below-utilization"
+    assert rc.signature.startswith("ValueError: Free memory on device cuda:<n> (<n>/<n> GiB)")
+
+
+def test_no_traceback_says_killed_by_a_signal() -> None:
+    t = triage_file(LOGS / "silent_stop.log")
+    assert t.root_cause is None
+    assert t.tracebacks == 0
+    assert t.note is not None and "killed by a signal" in t.note
+
+
+def test_segfault_is_named_from_the_fatal_error_line() -> None:
+    t = triage_file(LOGS / "segfault.log")
+    rc = t.root_cause
+    assert rc is not None
+    assert (rc.type, rc.message) == ("Fatal Python error", "Segmentation fault")
+    assert rc.process == "EngineCore_DP0 pid=9911"
+    assert rc.known == "native-crash"
+    assert len(t.wrappers) == 1
+
+
+def test_truncated_log() -> None:
+    t = triage_file(LOGS / "truncated.log")
+    assert t.root_cause is None
+    assert t.truncated
+    assert t.note is not None and "truncated" in t.note
+
+
+def test_binary_garbage_around_a_real_failure(tmp_path: Path) -> None:
+    rnd = random.Random(7)
+    junk = bytes(rnd.randrange(256) for _ in range(300_000))
+    log = tmp_path / "garbage.log"
+    log.write_bytes(junk + b"\n" + THRMMA.read_bytes() + junk[:5000])
+    t = triage_file(log)
+    assert t.root_cause is not None
+    assert t.root_cause.known == "cutlass-thrmma-relocation"
+
+
+def test_interleaved_processes_first_failure_wins(tmp_path: Path) -> None:
+    def tb(tag: str, exc: str) -> list[str]:
+        return [
+            f"({tag}) ERROR 09-22 10:00:00 [multiproc_executor.py:671] {x}"
+            for x in (
+                "Traceback (most recent call last):",
+                '  File "/x/vllm/distributed/parallel_state.py", line 1200, in all_reduce',
+                "    torch.distributed.all_reduce(t)",
+                exc,
+            )
+        ]
+
+    first = tb(
+        "Worker_TP1 pid=12", "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+    second = tb(
+        "Worker_TP0 pid=11",
+        "torch.distributed.DistBackendError: NCCL error in: "
+        "ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.27.3",
+    )
+    lines = [x for pair in zip(first, second, strict=True) for x in pair]
+    log = tmp_path / "interleaved.log"
+    log.write_text("\n".join(lines) + "\n")
+    t = triage_file(log)
+    assert t.tracebacks == 2
+    assert t.root_cause is not None
+    assert t.root_cause.process == "Worker_TP1 pid=12"
+    assert "illegal memory access" in t.root_cause.message
+
+
+def test_attribution_two_root_causes_not_three(tmp_path: Path) -> None:
+    text = THRMMA.read_text()
+    models = [
+        "whisper-large-v3",
+        "Qwen2-VL-7B",
+        "Qwen3-VL-8B",
+        "Qwen2.5-Omni-7B",
+        "Kimi-Linear-48B",
+        "Qwen3-VL-235B-FP8",
+    ]
+    for i, model in enumerate(models):
+        d = tmp_path / "vllm-0.18.0" / model
+        d.mkdir(parents=True)
+        (d / "run.log").write_text(
+            text.replace("openai/whisper-large-v3", model).replace("41877", str(50000 + i))
+        )
+    chained = (LOGS / "gemma4_018_chained.log").read_text()
+    for model, mtype in (("gemma-4-26B", "gemma4"), ("GLM-5.2-NVFP4", "glm_moe_dsa")):
+        d = tmp_path / "vllm-0.18.0" / model
+        d.mkdir(parents=True)
+        (d / "run.log").write_text(chained.replace("gemma4", mtype))
+    att = attribute([tmp_path])
+    assert [(g.known, len(g.members)) for g in att.groups] == [
+        ("cutlass-thrmma-relocation", 6),
+        ("transformers-unknown-model-type", 2),
+    ]
+    # two signatures in group A (the model types differ), one in group B
+    assert len(att.groups[1].signatures) == 2
+    j = att.to_json()
+    assert set(j["groups"][0]) >= {"signature", "known", "members", "next_step"}
+
+
+def test_user_catalogue_is_tried_first(tmp_path: Path) -> None:
+    extra = tmp_path / "mine.yaml"
+    extra.write_text(
+        "entries:\n"
+        "  - name: our-cutlass\n"
+        "    pattern: \"no attribute 'ThrMma'\"\n"
+        "    meaning: ours\n"
+        "    next_step: vllmdiag window nvidia-cutlass-dsl --consumer vllm=={vllm_version}\n"
+    )
+    rc = triage_file(THRMMA, Catalogue.load(extra)).root_cause
+    assert rc is not None and rc.known == "our-cutlass"
+    assert rc.next_step == "vllmdiag window nvidia-cutlass-dsl --consumer vllm==0.18.0"
+
+
+def test_unknown_signatures_still_group(tmp_path: Path) -> None:
+    for i in range(3):
+        (tmp_path / f"r{i}.log").write_text(
+            "Traceback (most recent call last):\n"
+            f'  File "/srv/run{i}/x.py", line {10 + i}, in f\n'
+            f"MyError: widget {i * 7} failed at 0x7f{i}ab on /tmp/job{i}/out\n"
+        )
+    att = attribute([tmp_path], Catalogue.load(use_env=False))
+    assert len(att.groups) == 1
+    assert att.groups[0].known is None
+    assert att.groups[0].signature == "MyError: widget <n> failed at <addr> on <path>"
+
+
+def test_bad_catalogue_points_at_the_entry(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "entries:\n  - name: x\n    pattern: '(unclosed'\n    meaning: m\n    next_step: n\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        Catalogue.load(bad)
+    assert "bad.yaml:2:" in str(err.value) and "regex" in str(err.value)
+
+
+def test_catalogue_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    extra = tmp_path / "env.yaml"
+    extra.write_text(
+        "entries:\n  - name: env-entry\n    pattern: ThrMma\n    meaning: m\n    next_step: n\n"
+    )
+    monkeypatch.setenv("VLLMDIAG_CATALOGUE", str(extra))
+    rc = triage_file(THRMMA).root_cause
+    assert rc is not None and rc.known == "env-entry"
+    del os.environ["VLLMDIAG_CATALOGUE"]
+
+
+def test_cli_json_single_and_directory(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["triage", str(THRMMA), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["root_cause"]["known"] == "cutlass-thrmma-relocation"
+    assert data["tracebacks"] == 2
+    res = runner.invoke(app, ["triage", str(LOGS), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    known = {g["known"] for g in data["groups"]}
+    assert {"cutlass-thrmma-relocation", "cuda-out-of-memory"} <= known
+    assert any(u["member"].endswith("silent_stop.log") for u in data["unattributed"])
+    res = runner.invoke(app, ["triage", str(tmp_path / "missing.log")])
+    assert res.exit_code == 1

@@ -1,0 +1,125 @@
+"""Pure pieces of triage: line normalisation, masking, the traceback state machine."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllmdiag import proc
+from vllmdiag.triage.lines import normalise
+from vllmdiag.triage.signature import mask, signature
+
+
+@pytest.mark.parametrize(
+    ("raw", "process", "level", "text"),
+    [
+        (
+            "\x1b[1;36m(EngineCore_DP0 pid=143)\x1b[0;0m INFO 03-18 14:04:03 [core.py:93] hi",
+            "EngineCore_DP0 pid=143",
+            "INFO",
+            "hi",
+        ),
+        (
+            "(Worker_TP7_EP7 pid=2894) ERROR 02-03 19:11:07 [multiproc_executor.py:707]   File",
+            "Worker_TP7_EP7 pid=2894",
+            "ERROR",
+            "  File",
+        ),
+        (
+            "(RayWorkerWrapper pid=7106, ip=10.0.0.2) WARNING 02-24 20:21:58 [x.py:1] w",
+            "RayWorkerWrapper pid=7106",
+            "WARNING",
+            "w",
+        ),
+        (
+            "2026-04-19 12:19:24.098 | (EngineCore pid=207) INFO 04-19 10:19:24 [nvfp4.py:203] m",
+            "EngineCore pid=207",
+            "INFO",
+            "m",
+        ),
+        (
+            "[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940)     raise e",
+            "EngineCore_DP0 pid=6940",
+            None,
+            "    raise e",
+        ),
+        (
+            "INFO 02-09 15:20:07 gpu_model_runner.py:918] Loading model weights took 38.9697 GB",
+            "main",
+            "INFO",
+            "Loading model weights took 38.9697 GB",
+        ),
+        (
+            "\x1b[32mINFO\x1b[0m \x1b[90m09-21 12:34:56\x1b[0m \x1b[90m[core.py:1]\x1b[0m new",
+            "main",
+            "INFO",
+            "new",
+        ),
+        ("(Worker (TP1)) ERROR 09-21 12:34:56 [core.py:1] x", "Worker (TP1)", "ERROR", "x"),
+        (
+            "Traceback (most recent call last):\r",
+            "main",
+            None,
+            "Traceback (most recent call last):",
+        ),
+    ],
+)
+def test_normalise(raw: str, process: str, level: str | None, text: str) -> None:
+    line = normalise(raw, 1)
+    assert (line.process, line.level, line.text) == (process, level, text)
+
+
+def test_mask_keeps_names_and_hides_run_specifics() -> None:
+    assert mask("model type `gemma4` on cuda:0 at 0x7f9440a4fc80 in /opt/v/x.py pid=7106") == (
+        "model type `gemma4` on cuda:<n> at <addr> in <path> pid=<n>"
+    )
+    assert mask("actor_id=ad5a2b63ebdb1b232073aa1b03000000 took 3,061 frames") == (
+        "actor_id=<id> took <n> frames"
+    )
+    assert signature("torch.OutOfMemoryError", "Tried to allocate 2.00 GiB") == (
+        "OutOfMemoryError: Tried to allocate <n> GiB"
+    )
+    assert signature("ray.exceptions.RayTaskError(ValueError)", "") == "RayTaskError(ValueError)"
+
+
+def test_same_failure_same_signature_across_runs() -> None:
+    a = signature("ValueError", "Free memory on device cuda:0 (19.77/22.05 GiB) on startup")
+    b = signature("ValueError", "Free memory on device cuda:3 (7.34/139.72 GiB) on startup")
+    assert a == b
+
+
+@pytest.mark.slow
+def test_200_mb_log_streams_in_flat_memory(tmp_path: Path) -> None:
+    """A 200 MB log with the failure at its end: memory must not grow with the file."""
+    log = tmp_path / "big.log"
+    filler = (
+        b"(EngineCore_DP0 pid=41877) INFO 09-21 03:12:13 [loggers.py:123] Engine 000: Avg "
+        b"prompt throughput: 0.0 tokens/s, Avg generation throughput: 1843.2 tokens/s, "
+        b"Running: 128 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.3%\n"
+    )
+    block = filler * (1_048_576 // len(filler))
+    fixture = Path(__file__).parent / "fixtures" / "logs" / "b200_018_whisper_thrmma.log"
+    with open(log, "wb") as fh:
+        for _ in range(200):
+            fh.write(block)
+        fh.write(fixture.read_bytes())
+    code = (
+        "import resource, sys, json\n"
+        "from pathlib import Path\n"
+        "from vllmdiag.triage import triage_file\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "t = triage_file(Path(sys.argv[1]))\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(json.dumps({'known': t.root_cause.known, 'lines': t.lines,"
+        " 'grew_kib': after - before, 'peak_kib': after}))\n"
+    )
+    done = proc.run([sys.executable, "-c", code, str(log)], capture=True, timeout=300)
+    assert done.ok, done.stderr
+    out = json.loads(done.stdout)
+    assert out["known"] == "cutlass-thrmma-relocation"
+    assert out["lines"] == 200 * block.count(b"\n") + fixture.read_bytes().count(b"\n")
+    assert out["grew_kib"] < 32 * 1024, out  # a few MiB of buffers, not the file
+    assert out["peak_kib"] < 200 * 1024, out

@@ -1,0 +1,173 @@
+"""The catalogue of known failure signatures: data (``catalogue.yaml``), not code.
+
+A user's file (``--catalogue FILE`` or ``$VLLMDIAG_CATALOGUE``) has the same format; its
+entries are tried before the bundled ones, so it can refine or override them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import MarkedYAMLError
+
+from vllmdiag.errors import ConfigError
+
+BUNDLED = Path(__file__).resolve().parent / "catalogue.yaml"
+ENV_VAR = "VLLMDIAG_CATALOGUE"
+_KEYS = {"name", "pattern", "frames", "benign", "meaning", "next_step", "arms"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    pattern: re.Pattern[str]
+    meaning: str
+    next_step: str
+    arms: tuple[str, ...] = ()
+    frames: re.Pattern[str] | None = None
+    benign: bool = False
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A catalogue entry that matched, with its text filled in."""
+
+    entry: Entry
+    meaning: str
+    next_step: str
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+
+class _Blank(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    try:
+        return template.format_map(_Blank(values))
+    except (ValueError, IndexError):  # a stray brace in a user's text: leave it as written
+        return template
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    entries: tuple[Entry, ...]
+
+    @classmethod
+    def load(cls, extra: Path | None = None, *, use_env: bool = True) -> Catalogue:
+        """Bundled entries, after those of ``extra`` (or ``$VLLMDIAG_CATALOGUE``)."""
+        entries: list[Entry] = []
+        if extra is None and use_env and os.environ.get(ENV_VAR):
+            extra = Path(os.environ[ENV_VAR])
+        if extra is not None:
+            entries += load_file(extra)
+        entries += load_file(BUNDLED)
+        return cls(tuple(entries))
+
+    def match(
+        self,
+        signature: str,
+        raw: str,
+        frames: Iterable[str] = (),
+        values: Mapping[str, str] | None = None,
+    ) -> Hit | None:
+        files = tuple(frames)
+        for entry in self.entries:
+            m = entry.pattern.search(signature) or entry.pattern.search(raw)
+            if m is None:
+                continue
+            if entry.frames is not None and not any(entry.frames.search(f) for f in files):
+                continue
+            vals = {**(values or {}), **{k: v for k, v in m.groupdict().items() if v}}
+            return Hit(entry, _fill(entry.meaning, vals), _fill(entry.next_step, vals))
+        return None
+
+
+def load_file(path: Path) -> list[Entry]:
+    """Parse one catalogue file; a mistake raises :class:`ConfigError` at file:line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the catalogue: {exc.strerror or exc}",
+            where=str(path),
+            hint=f"give an existing YAML file to --catalogue or ${ENV_VAR}",
+        ) from None
+    try:
+        root = YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(f"not valid YAML: {exc.problem}", where=where) from None
+    if not isinstance(root, CommentedMap) or not isinstance(root.get("entries"), list):
+        raise ConfigError(
+            "a catalogue is a mapping with a list under 'entries'",
+            where=f"{path}:1:1",
+            hint="see the bundled vllmdiag/triage/catalogue.yaml for the format",
+        )
+    out: list[Entry] = []
+    for i, item in enumerate(root["entries"]):
+        where = _where(path, root["entries"], i)
+        out.append(_entry(item, where, path))
+    return out
+
+
+def _where(path: Path, seq: Any, index: int) -> str:
+    try:
+        line, col = seq.lc.item(index)
+        return f"{path}:{line + 1}:{col + 1}"
+    except (AttributeError, KeyError, TypeError):
+        return str(path)
+
+
+def _entry(item: Any, where: str, path: Path) -> Entry:
+    if not isinstance(item, Mapping):
+        raise ConfigError(
+            "each entry is a mapping (name, pattern, meaning, next_step)", where=where
+        )
+    unknown = set(item) - _KEYS
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(sorted(map(str, unknown)))}",
+            where=where,
+            hint=f"an entry takes: {', '.join(sorted(_KEYS))}",
+        )
+    for key in ("name", "pattern", "meaning", "next_step"):
+        if not isinstance(item.get(key), str) or not item[key].strip():
+            raise ConfigError(f"entry needs a non-empty string '{key}'", where=where)
+    pattern = _regex(item["pattern"], where, "pattern")
+    frames = _regex(item["frames"], where, "frames") if item.get("frames") else None
+    arms = item.get("arms") or []
+    if not isinstance(arms, list) or not all(isinstance(a, str) for a in arms):
+        raise ConfigError("'arms' is a list of arm names", where=where)
+    return Entry(
+        name=item["name"].strip(),
+        pattern=pattern,
+        meaning=" ".join(item["meaning"].split()),
+        next_step=" ".join(item["next_step"].split()),
+        arms=tuple(arms),
+        frames=frames,
+        benign=bool(item.get("benign", False)),
+        source=str(path),
+    )
+
+
+def _regex(text: Any, where: str, key: str) -> re.Pattern[str]:
+    if not isinstance(text, str):
+        raise ConfigError(f"'{key}' must be a string (a Python regex)", where=where)
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise ConfigError(f"'{key}' is not a valid regex: {exc}", where=where) from None

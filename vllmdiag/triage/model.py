@@ -1,0 +1,117 @@
+"""What triage returns: frozen values with a ``to_json()``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """The original exception in the process that failed first."""
+
+    type: str
+    message: str
+    process: str
+    signature: str
+    known: str | None
+    next_step: str | None
+    lines: tuple[int, int]  # the traceback's first line and its exception line
+    meaning: str | None = None
+    reason: str = ""
+    frames: tuple[str, ...] = ()  # the innermost frames, "file:line in func"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "message": self.message,
+            "process": self.process,
+            "signature": self.signature,
+            "known": self.known,
+            "next_step": self.next_step,
+            "meaning": self.meaning,
+            "lines": list(self.lines),
+            "reason": self.reason,
+            "frames": list(self.frames),
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A traceback triage did not take as the root cause, and why."""
+
+    type: str
+    message: str
+    process: str
+    line: int
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "message": self.message,
+            "process": self.process,
+            "line": self.line,
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class LogTriage:
+    path: str
+    root_cause: RootCause | None
+    wrappers: tuple[Skipped, ...]
+    tracebacks: int
+    note: str | None = None
+    benign: tuple[Skipped, ...] = ()
+    vllm_version: str | None = None
+    truncated: bool = False
+    lines: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "root_cause": self.root_cause.to_json() if self.root_cause else None,
+            "wrappers": [w.to_json() for w in self.wrappers],
+            "tracebacks": self.tracebacks,
+            "benign": [b.to_json() for b in self.benign],
+            "note": self.note,
+            "vllm_version": self.vllm_version,
+            "truncated": self.truncated,
+            "lines": self.lines,
+        }
+
+
+@dataclass(frozen=True)
+class Group:
+    """Logs whose root causes are the same failure (same catalogue entry or signature)."""
+
+    signature: str
+    known: str | None
+    members: tuple[str, ...]
+    next_step: str | None
+    meaning: str | None = None
+    signatures: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "signature": self.signature,
+            "known": self.known,
+            "members": list(self.members),
+            "next_step": self.next_step,
+            "meaning": self.meaning,
+            "signatures": list(self.signatures),
+        }
+
+
+@dataclass(frozen=True)
+class Attribution:
+    groups: tuple[Group, ...]
+    unattributed: tuple[tuple[str, str], ...] = ()  # (member, note): no root cause found
+    logs: tuple[LogTriage, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "groups": [g.to_json() for g in self.groups],
+            "unattributed": [{"member": m, "note": n} for m, n in self.unattributed],
+        }

@@ -1,0 +1,103 @@
+"""Stream a log in blocks and hand only the lines that matter to a callback.
+
+Most of a vLLM log is progress lines no triage needs. A block without a marker (a
+traceback start, a signal, a version line) is skipped with one C-level regex search and a
+newline count; inside a block, lines are handed over one by one only from a marker on and
+for as long as the consumer says it is in the middle of something (an open traceback).
+Memory stays flat: one block plus one carried partial line, whatever the file size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+BLOCK = 1 << 20
+MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut here
+CONTEXT = 3  # lines before a marker handed over too (the traceback's header)
+
+MARKERS = re.compile(
+    rb"Traceback \(most recent call last\)|Fatal Python error|Segmentation fault"
+    rb"|Segfault encountered|core dumped|Killed|SIGKILL|SIGSEGV|SIGABRT|SIGBUS"
+    rb"|terminated by signal|exitcode=-|exit code -?(?:9|11|6|134|137|139)\b"
+    rb"|LLM engine \(v|API server version|vLLM version"
+)
+
+Feed = Callable[[int, bytes], None]
+
+
+@dataclass(frozen=True)
+class ScanInfo:
+    lines: int
+    size: int
+    ends_mid_line: bool
+    cut_lines: int
+
+
+def scan(path: Path, feed: Feed, busy: Callable[[], bool]) -> ScanInfo:
+    """Call ``feed(line_number, raw_line)`` (1-based numbers) for the interesting lines."""
+    state = _State(feed, busy)
+    size = 0
+    last = b""
+    with open(path, "rb") as fh:
+        carry = b""
+        while True:
+            data = fh.read(BLOCK)
+            if not data:
+                break
+            size += len(data)
+            last = data[-1:]
+            buf = carry + data if carry else data
+            cut = buf.rfind(b"\n")
+            if cut == -1:
+                if len(buf) <= MAX_LINE:
+                    carry = buf
+                    continue
+                state.block(buf[:MAX_LINE] + b"\n")  # one endless line: keep its head
+                state.cut += 1
+                carry = b""
+                continue
+            state.block(buf[: cut + 1])
+            carry = buf[cut + 1 :]
+            if len(carry) > MAX_LINE:
+                state.block(carry[:MAX_LINE] + b"\n")
+                state.cut += 1
+                carry = b""
+        if carry:
+            state.block(carry + b"\n")
+    return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut)
+
+
+class _State:
+    def __init__(self, feed: Feed, busy: Callable[[], bool]) -> None:
+        self.feed = feed
+        self.busy = busy
+        self.lineno = 0  # lines fully consumed before the current block
+        self.cut = 0
+
+    def block(self, block: bytes) -> None:
+        """``block`` ends with a newline. Hand over what matters, count the rest."""
+        pos, base, end = 0, self.lineno, len(block)
+        feed, busy, search = self.feed, self.busy, MARKERS.search
+        while pos < end:
+            if not busy():
+                m = search(block, pos)
+                if m is None:
+                    break
+                prev = block.rfind(b"\n", pos, m.start())
+                ctx = prev + 1 if prev != -1 else pos
+                for _ in range(CONTEXT):
+                    if ctx <= pos:
+                        break
+                    prev = block.rfind(b"\n", pos, ctx - 1)
+                    ctx = prev + 1 if prev != -1 else pos
+                base += block.count(b"\n", pos, ctx)
+                pos = ctx
+            nl = block.find(b"\n", pos)
+            base += 1
+            line = block[pos:nl]
+            feed(base, line if len(line) <= MAX_LINE else line[:MAX_LINE])
+            pos = nl + 1
+        self.lineno += block.count(b"\n")
