@@ -134,14 +134,7 @@ def iter_events(path: Path, header: dict[str, Any] | None = None) -> Iterator[di
                 continue
             seen = True
             sc.expect("[")
-            while sc.peek() != "]":
-                if sc.peek() == "":
-                    raise TraceFormatError(
-                        "traceEvents is not closed", where=str(path), hint="re-capture"
-                    )
-                ev = sc.value()
-                if isinstance(ev, dict):
-                    yield ev
+            yield from _array(sc)
             sc.pos += 1
         if not seen:
             raise TraceFormatError(
@@ -151,16 +144,63 @@ def iter_events(path: Path, header: dict[str, Any] | None = None) -> Iterator[di
             )
 
 
+def _array(sc: _Scanner) -> Iterator[dict[str, Any]]:
+    """The events of an array whose ``[`` was just read; leaves ``sc`` at its ``]``.
+
+    The common case (an event wholly inside the buffer) runs on local variables; at a
+    buffer boundary the scanner's own methods refill and decode.
+    """
+    scan, ws = sc.scan, _WS.match
+    buf, pos = sc.buf, sc.pos
+    n = len(buf)
+    while True:
+        pos = ws(buf, pos).end()  # type: ignore[union-attr]
+        if pos < n:
+            if buf[pos] == "]":
+                sc.pos = pos
+                return
+            try:
+                obj, end = scan(buf, pos)
+            except (StopIteration, ValueError):
+                end = n
+            if end < n:
+                pos = end
+                if isinstance(obj, dict):
+                    yield obj
+                continue
+        sc.pos = pos
+        ch = sc.peek()
+        if ch == "]":
+            return
+        if ch == "":
+            raise TraceFormatError("traceEvents is not closed", where=sc.where, hint="re-capture")
+        obj = sc.value()
+        if isinstance(obj, dict):
+            yield obj
+        buf, pos = sc.buf, sc.pos
+        n = len(buf)
+
+
 def read(path: Path) -> TraceSummary:
     """Fold one Kineto trace into its summary."""
     tl = Timeline(str(path))
     activity, launch, cpu_op, annotation = tl.activity, tl.launch, tl.cpu_op, tl.annotation
     cats = _CATEGORY
+    cpu_ops = tl.cpu_ops
     for ev in iter_events(path):
-        if ev.get("ph") != "X":
-            continue
         raw = ev.get("cat")
-        cat = cats.get(raw) if raw is not None else None
+        if raw == "cpu_op":  # most events: aggregated inline
+            name = ev.get("name", "")
+            agg = cpu_ops.get(name)
+            if agg is None:
+                cpu_ops[name] = [1.0, float(ev.get("dur", 0.0))]
+            else:
+                agg[0] += 1
+                agg[1] += ev.get("dur", 0.0)
+            continue
+        if raw is None or ev.get("ph") != "X":
+            continue
+        cat = cats.get(raw)
         if cat is None:
             cat = cats.get(str(raw).lower())
             if cat is None:
