@@ -36,9 +36,16 @@ class ScanInfo:
     cut_lines: int
 
 
-def scan(path: Path, feed: Feed, busy: Callable[[], bool]) -> ScanInfo:
-    """Call ``feed(line_number, raw_line)`` (1-based numbers) for the interesting lines."""
-    state = _State(feed, busy)
+def scan(
+    path: Path,
+    feed: Feed,
+    busy: Callable[[], bool],
+    markers: re.Pattern[bytes] = MARKERS,
+) -> ScanInfo:
+    """Call ``feed(line_number, raw_line)`` (1-based numbers) for the lines that hold a
+    ``markers`` match (plus a few lines of context before each), and for every line while
+    ``busy()`` is true."""
+    state = _State(feed, busy, markers)
     size = 0
     last = b""
     with open(path, "rb") as fh:
@@ -71,16 +78,17 @@ def scan(path: Path, feed: Feed, busy: Callable[[], bool]) -> ScanInfo:
 
 
 class _State:
-    def __init__(self, feed: Feed, busy: Callable[[], bool]) -> None:
+    def __init__(self, feed: Feed, busy: Callable[[], bool], markers: re.Pattern[bytes]) -> None:
         self.feed = feed
         self.busy = busy
+        self.markers = markers
         self.lineno = 0  # lines fully consumed before the current block
         self.cut = 0
 
     def block(self, block: bytes) -> None:
         """``block`` ends with a newline. Hand over what matters, count the rest."""
         pos, base, end = 0, self.lineno, len(block)
-        feed, busy, search = self.feed, self.busy, MARKERS.search
+        feed, busy, search = self.feed, self.busy, self.markers.search
         while pos < end:
             if not busy():
                 m = search(block, pos)
