@@ -226,18 +226,32 @@ def _phases(a: LegProfile, b: LegProfile) -> tuple[PhaseRow, ...]:
 
 
 def _with_paragraph(d: Diff) -> Diff:
+    """One paragraph: the gap, how idle and busy time split it, which families and
+    phases moved, and what the launch calls cost."""
     from dataclasses import replace
 
     a, b = d.a, d.b
     parts = []
+    if d.wall_delta_us is not None and a.wall_us:
+        what = f"wall clock {_ms(d.wall_delta_us)} ({_pct(d.wall_delta_us / a.wall_us)})"
+    else:
+        rel = _share(d.window_delta_us, a.window_us)
+        what = f"capture window {_ms(d.window_delta_us)}" + (
+            f" ({_pct(rel)})" if rel is not None else ""
+        )
+    head = (
+        f"{b.name} vs {a.name}: {what}; GPU idle {_ms(d.idle_delta_us)}, "
+        f"GPU busy {_ms(d.busy_delta_us)}"
+    )
+    if d.explained is not None:
+        head += f", together {d.explained * 100:.0f} % of that gap"
+    parts.append(head + ".")
     rel = _share(d.delta_us, a.gpu_time_us)
-    head = f"{b.name} vs {a.name}: GPU time {_ms(d.delta_us)}"
-    if rel is not None:
-        head += f" ({_pct(rel)})"
+    kern = f"GPU kernel time {_ms(d.delta_us)}" + (f" ({_pct(rel)})" if rel is not None else "")
     lead = [r for r in d.families if abs(r.delta_us) >= 0.01 * max(1.0, abs(d.delta_us))][:3]
     if lead:
-        head += ": " + ", ".join(f"{r.family} {_ms(r.delta_us)}" for r in lead)
-    parts.append(head + ".")
+        kern += ": " + ", ".join(f"{r.family} {_ms(r.delta_us)}" for r in lead)
+    parts.append(kern + ".")
     for p in d.phases:
         if p.change is not None and p.kind != phases.STEP and p.families:
             f0, v0 = p.families[0]
@@ -246,20 +260,13 @@ def _with_paragraph(d: Diff) -> Diff:
                 f"{_ms(v0)} per step)."
             )
     parts.append(
-        f"GPU idle {_ms(d.idle_delta_us)}, GPU busy {_ms(d.busy_delta_us)}; CPU time in "
-        f"launch calls {_ms(d.launch_delta_us)} ({a.launches} vs {b.launches} launches)."
+        f"CPU time in launch calls {_ms(d.launch_delta_us)} "
+        f"({a.launches} vs {b.launches} launches)."
     )
-    if d.explained is not None:
-        what = "the launcher's wall-clock gap" if d.wall_delta_us is not None else "the gap"
-        gap = d.wall_delta_us if d.wall_delta_us is not None else d.window_delta_us
+    k = d.top[0] if d.top else None
+    if k is not None and k.share is not None:
         parts.append(
-            f"Busy and idle together account for {d.explained * 100:.0f} % of {what} ({_ms(gap)})."
+            f"Largest single kernel change: {k.name} ({k.family}) {_ms(k.delta_us)}, "
+            f"{k.share * 100:.0f} % of the kernel-time delta."
         )
-    if d.top:
-        k = d.top[0]
-        if k.share is not None:
-            parts.append(
-                f"Largest single kernel: {k.name} ({k.family}) {_ms(k.delta_us)}, "
-                f"{k.share * 100:.0f} % of the GPU-time delta."
-            )
     return replace(d, reconciliation=" ".join(parts))
