@@ -21,7 +21,8 @@ class Strict(BaseModel):
 
 
 class LegConfig(Strict):
-    """A runtime stack: build it (python + requirements) or use one (``path``)."""
+    """A runtime stack: build it (python + requirements) or use one (``path``: a venv or
+    its python, used as it is; requirements given with a path are checked, not installed)."""
 
     python: str | None = None
     requirements: tuple[str, ...] = ()
@@ -67,8 +68,9 @@ class LegConfig(Strict):
 
     @model_validator(mode="after")
     def _built_or_existing(self) -> LegConfig:
-        if self.path is not None and (self.requirements or self.index_url or self.exclude_newer):
-            raise ValueError("a leg is either built (requirements) or existing (path), not both")
+        if self.path is not None and (self.index_url or self.exclude_newer or self.python):
+            raise ValueError("an existing leg (path) is used as it is: python, index_url and "
+                             "exclude_newer only apply to legs vllmdiag builds")
         if self.path is None and not self.requirements:
             raise ValueError("a leg needs requirements (e.g. ['vllm==0.18.0']) or a path")
         return self
