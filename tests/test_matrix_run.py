@@ -249,3 +249,18 @@ def test_cpu_reproduction_names_the_pin_as_the_one_sufficient_arm(tmp_path: Path
     envs = {e["leg"]: e for e in report["envs"].values()}
     assert envs["fresh+nvidia-cutlass-dsl==4.5.3"]["stack"]["nvidia-cutlass-dsl"] == "4.5.3"
     assert envs["fresh"]["stack"]["nvidia-cutlass-dsl"] != "4.5.3"
+
+
+@pytest.mark.network
+def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
+    from vllmdiag.engine.matrix import run_single_cell
+
+    rec = load_recipe(REPO / "recipes/thrmma-cpu.yaml")
+    good = run_single_cell(rec, "wrapper-import", MatrixOptions(out=tmp_path / "a"),
+                           pin="nvidia-cutlass-dsl==4.5.3")
+    assert good.outcome is Outcome.PASS and good.leg == "fresh+nvidia-cutlass-dsl==4.5.3"
+    bad = run_single_cell(rec, "r1.baseline.wrapper-import", MatrixOptions(out=tmp_path / "b"),
+                          pin="nvidia-cutlass-dsl==4.6.0")
+    assert bad.outcome is Outcome.FAIL
+    with pytest.raises(VllmdiagError, match="no cell"):
+        run_single_cell(rec, "nope", MatrixOptions(out=tmp_path / "c"))

@@ -8,8 +8,9 @@ process groups. Each finished cell's result is written atomically before the nex
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -293,6 +294,49 @@ class _Run:
         inert = self.readers.inert_arms(self.recipe, results, self.envs)
         return decide(planmod.arm_infos(self.recipe), list(self.recipe.workloads), results,
                       metrics=metrics or None, target=self.recipe.target, inert=inert)
+
+
+def find_cell(cells: Sequence[planmod.CellPlan], cell_id: str) -> planmod.CellPlan:
+    """A cell by full id (``r1.baseline.w``), ``arm.workload`` (repeat 1) or a workload
+    name (baseline, repeat 1)."""
+    for cell in cells:
+        if cell_id in (cell.id, f"{cell.arm}.{cell.workload}") and (
+                cell.id == cell_id or cell.repeat == 1):
+            return cell
+        if cell_id == cell.workload and cell.arm == "baseline" and cell.repeat == 1:
+            return cell
+    close = difflib.get_close_matches(cell_id, [c.id for c in cells], n=1)
+    raise VllmdiagError(
+        f"no cell {cell_id!r} in this recipe",
+        hint=f"did you mean {close[0]!r}? (vllmdiag matrix RECIPE --dry-run lists them)"
+        if close else "vllmdiag matrix RECIPE --dry-run lists the cells",
+    )
+
+
+def run_single_cell(
+    recipe: Recipe,
+    cell_id: str,
+    options: MatrixOptions,
+    *,
+    pin: str | None = None,
+    observer: Observer = ignore,
+) -> CellResult:
+    """Run one cell of ``recipe`` (optionally on its leg with ``pin`` added) into its own
+    run directory ``options.out``: what ``vllmdiag bisect --recipe --cell`` checks."""
+    cell = find_cell(planmod.expand(recipe), cell_id)
+    if pin is not None:
+        cell = replace(cell, leg=cell.leg.with_pin(pin))
+    with file_lock(node_lock_path(), wait=False, what="the node lock"):
+        run = _Run(recipe, options, observer)
+        run.run.event("run_started", recipe=recipe.name, source=str(recipe.source), cells=1,
+                      resumed=False, host=host(), executor=options.executor.name,
+                      single_cell=cell.id, pin=pin)
+        run._build_legs([cell.leg])
+        result = run._cell(1, 1, cell, None)
+        if result is None:
+            raise KeyboardInterrupt
+        run.run.event("run_finished", status="complete")
+        return result
 
 
 def _error(cell: planmod.CellPlan, reason: str, fp: str = "", env: Env | None = None,
