@@ -8,7 +8,7 @@ import typer
 
 from vllmdiag import __version__
 from vllmdiag.cli import arms_cmd, bisect_cmd, leg_cmd, matrix_cmd, profile_cmd, window_cmd
-from vllmdiag.cli import fingerprint_cmd, triage_cmd
+from vllmdiag.cli import doctor_cmd, fingerprint_cmd, triage_cmd
 
 app = typer.Typer(
     name="vllmdiag",
@@ -44,6 +44,7 @@ bisect_cmd.register(app)
 profile_cmd.register(app)
 triage_cmd.register(app)
 fingerprint_cmd.register(app)
+doctor_cmd.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,76 @@
+"""Pure hygiene checks and the inert-arm helpers."""
+
+from __future__ import annotations
+
+from vllmdiag.hygiene import checks, inert_env_reason, inert_fingerprint_reason, inert_pin_reason
+
+KNOWN = frozenset({"VLLM_LOGGING_LEVEL", "VLLM_USE_DEEP_GEMM"})
+
+
+def test_env_arm_inert_from_the_log_warning() -> None:
+    why = inert_env_reason("VLLM_ATTENTION_BACKEND", None, ["VLLM_ATTENTION_BACKEND"])
+    assert why is not None
+    assert "Unknown vLLM environment variable detected: VLLM_ATTENTION_BACKEND" in why
+
+
+def test_env_arm_inert_from_the_legs_own_envs() -> None:
+    why = inert_env_reason("VLLM_ATTENTION_BACKEND", KNOWN, [])
+    assert why is not None and "2 environment variables" in why
+
+
+def test_env_arm_that_may_have_worked() -> None:
+    assert inert_env_reason("VLLM_USE_DEEP_GEMM", KNOWN, []) is None
+    assert inert_env_reason("OMP_NUM_THREADS", KNOWN, []) is None  # not vLLM's to judge
+    assert inert_env_reason("VLLM_ATTENTION_BACKEND", None, []) is None  # nothing known
+
+
+def test_fingerprint_and_pin_inert() -> None:
+    base = {"attention_backend": "FLASH_ATTN", "kv_cache_tokens": None}
+    assert (
+        inert_fingerprint_reason("attention_backend", {"attention_backend": "FLASH_ATTN"}, base)
+        is not None
+    )
+    assert (
+        inert_fingerprint_reason("attention_backend", {"attention_backend": "TRITON_ATTN"}, base)
+        is None
+    )
+    assert inert_fingerprint_reason("kv_cache_tokens", {"kv_cache_tokens": 5}, base) is None
+    assert (
+        inert_pin_reason("nvidia-cutlass-dsl", "==4.5.3", {"nvidia-cutlass-dsl": "4.8.1"})
+        is not None
+    )
+    assert (
+        inert_pin_reason("nvidia-cutlass-dsl", "==4.5.3", {"nvidia-cutlass-dsl": "4.5.3"}) is None
+    )
+
+
+def test_gpu_processes() -> None:
+    apps = checks.parse_compute_apps(
+        "12345, /usr/bin/python3, 70123 MiB\n23456, [Not Found], 512 MiB\n\n"
+    )
+    assert apps == [(12345, "/usr/bin/python3", "70123 MiB"), (23456, "[Not Found]", "512 MiB")]
+    found = checks.gpu_processes(apps, own_pids=(23456,))
+    assert [f.severity for f in found] == ["contaminated"]
+    assert "pid 12345 /usr/bin/python3 (70123 MiB)" in found[0].message
+    assert checks.gpu_processes([], ())[0].severity == "ok"
+    skipped = checks.gpu_processes(None, (), error="nvidia-smi not found: not checked")
+    assert skipped[0].severity == "ok" and "not found" in skipped[0].message
+
+
+def test_flashinfer_missing_extras_warn() -> None:
+    found = checks.flashinfer({"flashinfer": {"flashinfer-python": "0.6.6"}})
+    assert {f.severity for f in found} == {"warning"}
+    assert "flashinfer-jit-cache==0.6.6" in (found[0].hint or "")
+
+
+def test_script_owned_by_vllm_is_fine() -> None:
+    probe = {
+        "vllm": "0.26.0",
+        "vllm_script": {
+            "path": "/v/bin/vllm",
+            "exists": True,
+            "owners": ["vllm"],
+            "declared_by": ["vllm"],
+        },
+    }
+    assert checks.console_script(probe)[0].severity == "ok"

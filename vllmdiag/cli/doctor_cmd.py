@@ -1,0 +1,115 @@
+"""``vllmdiag doctor LEG`` / ``vllmdiag doctor RECIPE [LEG]``: leg hygiene."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.hygiene import DoctorReport, doctor
+
+_STYLE = {"contaminated": "bold red", "warning": "yellow", "ok": "green"}
+
+
+def _specs(target: str, leg: str | None) -> list[LegSpec]:
+    if target.endswith((".yaml", ".yml")):
+        from vllmdiag.config import load_recipe
+        from vllmdiag.engine.legs import recipe_legs
+
+        return recipe_legs(load_recipe(Path(target)), leg)
+    if leg is not None:
+        raise VllmdiagError(
+            "a second argument only goes with a recipe",
+            hint="vllmdiag doctor PATH_TO_VENV, or vllmdiag doctor RECIPE.yaml [LEG]",
+        )
+    path = Path(target)
+    if not path.exists():
+        raise VllmdiagError(
+            "no such environment",
+            where=target,
+            hint="give a virtual environment (or its bin/python), or a recipe .yaml",
+        )
+    return [LegSpec(name=path.name or str(path), existing=path)]
+
+
+def _env_pairs(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise VllmdiagError(f"--env takes KEY=VALUE, not {p!r}")
+        out[key] = value
+    return out
+
+
+def doctor_cmd(
+    target: Annotated[
+        str, typer.Argument(metavar="LEG | RECIPE", help="A venv (or its python), or a recipe.")
+    ],
+    leg: Annotated[
+        str | None, typer.Argument(help="With a recipe: one leg (or arm) name; default all.")
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="KEY=VALUE the run would get (checks the DEBUG hazard)."),
+    ] = None,
+    no_gpu: Annotated[
+        bool, typer.Option("--no-gpu", help="Do not look for other GPU processes.")
+    ] = False,
+    as_json: bool = JsonOption,
+) -> None:
+    """Check a leg for what changes vLLM behind a recipe's back: plugins in the vllm.*
+    entry-point groups (vllm-omni), a `vllm` script owned by another distribution,
+    flashinfer-jit-cache / -cubin not matching flashinfer-python, other processes on the
+    GPUs, and DEBUG logging with usage stats on.
+
+    Exit status: 0 clean, 2 contaminated (a matrix refuses such a leg unless overridden),
+    1 on a usage error."""
+    with user_errors():
+        run_env = _env_pairs(env or [])
+        out = human(as_json)
+        cache = EnvCache()
+        reports: list[DoctorReport] = []
+        for spec in _specs(target, leg):
+
+            def note(ev: EnvEvent) -> None:
+                out.print(f"[dim]leg {ev.leg}: {ev.kind} {ev.detail}[/]", highlight=False)
+
+            built = cache.ensure(spec, observer=note)
+            reports.append(doctor(built, run_env, check_gpu=not no_gpu))
+        if as_json:
+            emit_json(
+                reports[0].to_json()
+                if len(reports) == 1
+                else {"legs": [r.to_json() for r in reports]}
+            )
+        else:
+            for r in reports:
+                _show(r, out)
+        if any(r.contaminated for r in reports):
+            raise typer.Exit(2)
+
+
+def _show(r: DoctorReport, out: Console) -> None:
+    state = "[bold red]CONTAMINATED[/]" if r.contaminated else "[green]clean[/]"
+    table = Table(
+        title=f"leg {r.leg} ({r.path}), vllm {r.vllm or '-'}: {state}", title_justify="left"
+    )
+    table.add_column("", no_wrap=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("finding", overflow="fold")
+    for f in r.findings:
+        text = f.message + (f"\n[dim]→ {f.hint}[/]" if f.hint and f.severity != "ok" else "")
+        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.code, text)
+    out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this family's commands to the app."""
+    app.command("doctor")(doctor_cmd)

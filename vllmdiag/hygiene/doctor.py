@@ -1,0 +1,83 @@
+"""Run the doctor's checks on a leg: the plugins probe in the leg's own python, and
+``nvidia-smi`` for other GPU processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+from vllmdiag import probes, proc
+from vllmdiag.envs import Env
+from vllmdiag.errors import ProcessError
+from vllmdiag.hygiene import checks
+from vllmdiag.hygiene.model import DoctorReport
+
+_PROBES: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def probe(env: Env) -> dict[str, Any]:
+    """The plugins probe's report for ``env`` (cached per env content)."""
+    key = (str(env.python), env.lock_hash)
+    if key not in _PROBES:
+        out = proc.check_output(
+            [str(env.python), str(probes.script("plugins"))],
+            env=proc.clean_environ(),
+            timeout=120,
+            what=f"plugins probe in leg {env.spec.name}",
+        )
+        try:
+            _PROBES[key] = json.loads(out)
+        except ValueError as exc:
+            raise ProcessError(
+                f"the plugins probe printed no JSON in leg {env.spec.name}: {out[-300:]!r}"
+            ) from exc
+    return _PROBES[key]
+
+
+def known_env_vars(env: Env) -> frozenset[str] | None:
+    """The environment variable names this leg's vLLM knows; None without vllm."""
+    names = probe(env).get("known_env_vars")
+    return frozenset(names) if names is not None else None
+
+
+def compute_apps() -> tuple[list[tuple[int, str, str]] | None, str | None]:
+    """Processes on the GPUs, or (None, why not checked)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None, "nvidia-smi not found: other GPU processes not checked"
+    done = proc.run(
+        [smi, "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"],
+        capture=True,
+        timeout=30,
+    )
+    if not done.ok:
+        return None, f"nvidia-smi failed ({(done.stderr or done.stdout).strip()[-200:]})"
+    return checks.parse_compute_apps(done.stdout), None
+
+
+def doctor(
+    env: Env, run_env: Mapping[str, str] | None = None, *, check_gpu: bool = True
+) -> DoctorReport:
+    """Check a leg for what would make its numbers unclean; see :mod:`checks`."""
+    info = probe(env)
+    findings = [
+        *checks.plugins(info),
+        *checks.console_script(info),
+        *checks.flashinfer(info),
+        *checks.known_vars(info),
+        *checks.logging_hazard(run_env or {}),
+    ]
+    if check_gpu:
+        apps, why = compute_apps()
+        findings += checks.gpu_processes(apps, own_pids=(os.getpid(),), error=why)
+    known = info.get("known_env_vars")
+    return DoctorReport(
+        leg=env.spec.name,
+        path=str(env.path),
+        findings=tuple(findings),
+        vllm=info.get("vllm"),
+        known_env_vars=len(known) if known is not None else None,
+    )
