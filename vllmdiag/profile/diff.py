@@ -102,6 +102,7 @@ def _leg_json(leg: LegProfile) -> dict[str, Any]:
         "window_us": leg.window_us,
         "launch_us": leg.launch_us,
         "launches": leg.launches,
+        "cpu_ops": leg.cpu_op_count,
         "devices": leg.devices,
         "steps": leg.step_count,
         "output_tokens": leg.output_tokens,
@@ -261,7 +262,8 @@ def _with_paragraph(d: Diff) -> Diff:
             )
     parts.append(
         f"CPU time in launch calls {_ms(d.launch_delta_us)} "
-        f"({a.launches} vs {b.launches} launches)."
+        f"({a.launches} vs {b.launches} launches; {a.cpu_op_count} vs {b.cpu_op_count} "
+        "CPU operator events)."
     )
     k = d.top[0] if d.top else None
     if k is not None and k.share is not None:

@@ -65,6 +65,11 @@ class LegProfile:
         return sum(c for n, (c, _) in self.runtime.items() if "Launch" in n)
 
     @property
+    def cpu_op_count(self) -> int:
+        """Operator events on the CPU (nested ones included): the dispatch work."""
+        return sum(c for c, _ in self.cpu_ops.values())
+
+    @property
     def runtime_us(self) -> float:
         return sum(t for _, t in self.runtime.values())
 

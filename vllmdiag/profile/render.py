@@ -60,6 +60,7 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
         ("kernels (graph-replayed incl.)", a.kernel_count, b.kernel_count, None),
         ("  of which from CUDA graphs", a.graph_kernel_count, b.graph_kernel_count, None),
         ("copies/sets", a.memop_count, b.memop_count, None),
+        ("CPU operator events", a.cpu_op_count, b.cpu_op_count, None),
         ("steps", a.step_count, b.step_count, None),
         ("output tokens", a.output_tokens, b.output_tokens, None),
     ]
