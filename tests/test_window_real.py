@@ -75,10 +75,13 @@ def test_install_failure_is_reported_not_counted_absent(
 
 def test_exclude_newer_drops_later_uploads() -> None:
     report = run_window(
-        WindowRequest("packaging", SYMBOL, versions=">=21.0,<23", exclude_newer="2021-12-31")
+        WindowRequest(
+            "packaging", SYMBOL, versions=">=21.0,<23", exclude_newer="2021-12-31", no_cache=True
+        )
     )
     assert [r.version for r in report.rows] == ["21.0", "21.1", "21.2", "21.3"]
     assert report.window == ">=21.0"
+    assert all(r.status is Status.PRESENT for r in report.rows if r.probed)
 
 
 def test_cli_json_with_a_consumer_is_one_object() -> None:

@@ -164,3 +164,16 @@ def test_conflicting_constraints() -> None:
         [("quack-kernels==0.6.5", ">=4.7"), ("flashinfer-python==0.6.6", ">=4.3.4")], ROWS
     )
     assert got == ["quack-kernels==0.6.5 requires >=4.7, which admits no version with it"]
+
+
+def test_assess_mentions_the_resolve_as_of_a_date() -> None:
+    a = assess(
+        consumer="vllm==0.18.0",
+        package="p",
+        symbol="m.T",
+        declared=">=4.4.0.dev1",
+        rows=ROWS[:5],
+        resolves_to="4.8.1",
+        as_of=("2026-08-01", "4.6.0"),
+    )
+    assert "picks 4.8.1 (as of 2026-08-01: 4.6.0, which lacks it)" in a.verdict

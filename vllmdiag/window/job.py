@@ -155,12 +155,12 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
     notify(WindowEvent("versions", detail=f"{len(versions)} candidate versions"))
     extras = f"[{','.join(sorted(pkg.extras))}]" if pkg.extras else ""
     probe_spec = ProbeSpec(
-        f"{pkg.name}{extras}",
-        req.symbol,
-        python,
-        req.exclude_newer,
-        None if index_url == index.DEFAULT_INDEX else index_url,
-        None if interpreter == python else interpreter,
+        requirement=f"{pkg.name}{extras}",
+        symbol=req.symbol,
+        python=python,
+        exclude_newer=req.exclude_newer,
+        index_url=None if index_url == index.DEFAULT_INDEX else index_url,
+        interpreter=None if interpreter == python else interpreter,
     )
     store = ProbeStore()
     results: dict[str, ProbeResult] = {}
@@ -215,9 +215,18 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
     )
 
 
+def _as_of(date: str | None, version: str | None) -> tuple[str, str] | None:
+    return (date, version) if date and version else None
+
+
 def _key(spec: ProbeSpec, version: str) -> ProbeKey:
     return ProbeKey(
-        spec.requirement, version, spec.python, spec.symbol, spec.exclude_newer, spec.index_url
+        package=spec.requirement,
+        version=version,
+        python=spec.python,
+        symbol=spec.symbol,
+        exclude_newer=spec.exclude_newer,
+        index_url=spec.index_url,
     )
 
 
@@ -274,6 +283,7 @@ def _consumer(
         declared=declared,
         rows=table,
         resolves_to=picked,
+        as_of=_as_of(req.exclude_newer, as_of.pins.get(name) if as_of else None),
     )
     clash = conflicting([(f"{k.package}=={k.version}", k.specifier) for k in constrained], table)
     if clash:

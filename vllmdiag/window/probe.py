@@ -34,9 +34,9 @@ class ProbeSpec:
     requirement: str  # the package with its extras, e.g. ``nvidia-cutlass-dsl[cu13]``
     symbol: str  # MODULE.ATTR
     python: str  # X.Y
-    interpreter: str | None = None  # what uv gets, when not X.Y (a path)
     exclude_newer: str | None = None
     index_url: str | None = None
+    interpreter: str | None = None  # what uv gets, when not X.Y (a path)
 
     def leg(self, version: str) -> LegSpec:
         return LegSpec(

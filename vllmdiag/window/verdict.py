@@ -30,6 +30,7 @@ def assess(
     declared: str | None,
     rows: Sequence[tuple[Version, Status]],
     resolves_to: str | None,
+    as_of: tuple[str, str] | None = None,
 ) -> Assessment:
     """``rows``: every version of the table (sorted) with its status, probed or inferred."""
     spec = SpecifierSet(declared or "")
@@ -44,11 +45,17 @@ def assess(
         head = f"{consumer} does not itself require {package}"
     else:
         head = f"{consumer} declares {decl}"
+    states = {str(v): s for v, s in rows}
+
+    def lacks(version: str) -> str:
+        state = states.get(version)
+        return ", which lacks it" if state is not None and state.has_symbol is False else ""
+
     picked = ""
     if resolves_to is not None:
-        state = dict((str(v), s) for v, s in rows).get(resolves_to)
-        lacks = state is not None and state.has_symbol is False
-        picked = f"; a fresh resolve picks {resolves_to}" + (", which lacks it" if lacks else "")
+        picked = f"; a fresh resolve picks {resolves_to}{lacks(resolves_to)}"
+    if as_of is not None:
+        picked += f" (as of {as_of[0]}: {as_of[1]}{lacks(as_of[1])})"
     if not admitted:
         sentence = f"{head}, which admits none of the versions examined{picked}."
     elif not with_:
