@@ -14,7 +14,9 @@ from vllmdiag.profile import diff, leg, nsys, pyspy, render, vllm_flags
 H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
 
 
-def _nsys_db(path: Path, graph: bool) -> None:
+def _nsys_db(
+    path: Path, graph: bool, range_name: str = "execute_context_0(0)_generation_8(8)"
+) -> None:
     """A export with the tables and columns ``nsys export --type sqlite`` writes (subset):
     names through StringIds, times in ns, graphNodeId on kernels replayed from graphs."""
     db = sqlite3.connect(path)
@@ -37,7 +39,7 @@ def _nsys_db(path: Path, graph: bool) -> None:
         "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
         "cudaLaunchKernel",
         "cudaGraphLaunch",
-        "execute_context_0(0)_generation_8(8)",
+        range_name,
     ]
     db.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(names)))
     t = 1_000_000
@@ -76,6 +78,19 @@ def test_nsys_export_reads_kernels_graphs_steps(tmp_path: Path) -> None:
     assert d.delta_us == pytest.approx(0)
     assert d.idle_delta_us == pytest.approx(-4 * 2 * 9)  # 9 µs less gap after each kernel
     assert b.launches == 4 and a.launches == 8
+
+
+def test_without_step_names_phases_are_the_nvtx_ranges(tmp_path: Path) -> None:
+    a_path, b_path = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    _nsys_db(a_path, graph=False, range_name="decode_block")
+    _nsys_db(b_path, graph=True, range_name="decode_block")
+    a, b = leg.load(a_path), leg.load(b_path)
+    assert a.step_count == 0
+    assert a.range_gpu["decode_block"] == (4, pytest.approx(100.0), 8)
+    rows = {r.kind: r for r in diff.diff(a, b).phases}
+    row = rows["range decode_block"]
+    assert (row.a_steps, row.b_steps) == (4, 4)
+    assert row.a_us_per_step == pytest.approx(25.0) and row.change == pytest.approx(0.0)
 
 
 def test_not_sqlite(tmp_path: Path) -> None:

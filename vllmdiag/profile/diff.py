@@ -223,6 +223,14 @@ def _phases(a: LegProfile, b: LegProfile) -> tuple[PhaseRow, ...]:
                 fam.append((f, fb.get(f, 0.0) / nb - fa.get(f, 0.0) / na))
         fam.sort(key=lambda x: -abs(x[1]))
         rows.append(PhaseRow(kind, na, nb, pa, pb, change, tuple(fam)))
+    if not a.steps and not b.steps:  # no step names: phases are the user/NVTX ranges
+        for name in sorted(a.range_gpu.keys() | b.range_gpu.keys()):
+            ca, ua, _ = a.range_gpu.get(name, (0, 0.0, 0))
+            cb, ub, _ = b.range_gpu.get(name, (0, 0.0, 0))
+            pa = ua / ca if ca else None
+            pb = ub / cb if cb else None
+            change = (pb - pa) / pa if pa and pb is not None else None
+            rows.append(PhaseRow(f"range {name}", ca, cb, pa, pb, change, ()))
     return tuple(rows)
 
 

@@ -53,6 +53,7 @@ class LegProfile:
     step_count: int
     step_families: dict[str, dict[str, float]]
     step_ranks: int = 1
+    range_gpu: dict[str, tuple[int, float, int]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -124,7 +125,11 @@ def merge(name: str, parts: Iterable[TraceSummary], meta: dict[str, Any]) -> Leg
     ranges: dict[str, tuple[int, float]] = {}
     cpu_ops: dict[str, tuple[int, float]] = {}
     step_fams: dict[str, dict[str, float]] = {}
+    range_gpu: dict[str, tuple[int, float, int]] = {}
     for p in parts:
+        for k, (c, us, nk) in p.range_gpu.items():
+            c0, us0, nk0 = range_gpu.get(k, (0, 0.0, 0))
+            range_gpu[k] = (c0 + c, us0 + us, nk0 + nk)
         for k, s in p.kernels.items():
             old = kernels.get(k)
             kernels[k] = (
@@ -166,6 +171,7 @@ def merge(name: str, parts: Iterable[TraceSummary], meta: dict[str, Any]) -> Leg
         step_count=max((len(p.steps) for p in parts), default=0),
         step_families=step_fams,
         step_ranks=max(1, sum(1 for p in parts if p.steps)),
+        range_gpu=range_gpu,
         meta=meta,
     )
     if leg.kernel_count == 0:

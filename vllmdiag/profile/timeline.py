@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from vllmdiag.profile import families, phases
 
 _FAMILY_INDEX = {f: i for i, f in enumerate(families.FAMILIES)}
+MAX_RANGES = 200_000  # user ranges kept for phase attribution (the rest only counted)
+MAX_RANGE_NAMES = 20
 _STEP_PRIORITY = {"context_generation": 0, "new_cached": 0, "launcher": 1, "profiler_step": 2}
 
 
@@ -56,6 +58,8 @@ class TraceSummary:
     steps: tuple[StepStat, ...]
     step_families: dict[str, dict[str, float]] = field(default_factory=dict)
     measured_us: float | None = None
+    #: without step annotations: user/NVTX range name → (count, GPU µs, activities)
+    range_gpu: dict[str, tuple[int, float, int]] = field(default_factory=dict)
 
     @property
     def gpu_idle_us(self) -> float:
@@ -92,6 +96,7 @@ class Timeline:
         # Kineto timestamps are ~1e12 µs: kept relative to the first one seen, so that a
         # double still resolves nanoseconds and end - start gives back the duration
         self._base: float | None = None
+        self._user_ranges: list[tuple[float, float, str, bool]] = []
 
     def _rel(self, ts: float) -> float:
         if self._base is None:
@@ -151,6 +156,8 @@ class Timeline:
         if phases.is_step(name):
             (self._gpu_steps if gpu else self._cpu_steps).append((ts, ts + dur, name))
             return
+        if not name.startswith("vllmdiag:") and len(self._user_ranges) < MAX_RANGES:
+            self._user_ranges.append((ts, ts + dur, name, gpu))
         if gpu:
             return
         if name == phases.MEASURED:
@@ -196,6 +203,7 @@ class Timeline:
             key = name if cat == "kernel" else f"{name} [{cat}]"
             kernels[key] = KernelStat(name, fam, cat, counts[n], totals[n], graphs[n])
         steps, step_families = self._steps()
+        range_gpu = {} if steps else self._range_phases()
         return TraceSummary(
             source=self.source,
             kernels=kernels,
@@ -212,7 +220,39 @@ class Timeline:
             steps=steps,
             step_families=step_families,
             measured_us=sum(m1 - m0 for m0, m1 in self._measured) or None,
+            range_gpu=range_gpu,
         )
+
+    def _range_phases(self) -> dict[str, tuple[int, float, int]]:
+        """GPU time inside each user/NVTX range name, for traces without step names.
+
+        GPU projections of the ranges are used where the trace has them; otherwise an
+        activity belongs to a CPU range it starts inside (approximate: the GPU lags).
+        Nested ranges each count the activities inside them.
+        """
+        have_gpu = any(g for _, _, _, g in self._user_ranges)
+        by_name: dict[str, list[tuple[float, float]]] = {}
+        for s, e, n, g in self._user_ranges:
+            if g == have_gpu:
+                by_name.setdefault(n, []).append((s, e))
+        top = sorted(by_name, key=lambda n: -len(by_name[n]))[:MAX_RANGE_NAMES]
+        from bisect import bisect_right
+
+        out: dict[str, tuple[int, float, int]] = {}
+        for name in top:
+            spans = sorted(by_name[name])
+            starts = [x[0] for x in spans]
+            ends = [x[1] for x in spans]
+            us, nk = 0.0, 0
+            for d in self._devices.values():
+                for i in range(len(d.start)):
+                    t = d.start[i]
+                    j = bisect_right(starts, t) - 1
+                    if j >= 0 and t < ends[j]:
+                        us += d.end[i] - t
+                        nk += 1
+            out[name] = (len(spans), us, nk)
+        return out
 
     def _steps(self) -> tuple[tuple[StepStat, ...], dict[str, dict[str, float]]]:
         """Steps of the most specific spelling present, with the GPU time each holds.
