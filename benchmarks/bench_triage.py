@@ -59,11 +59,14 @@ def _tb(prefix: str, frames: list[str], exc: str) -> list[str]:
 
 
 def generate(path: Path, size_mb: int) -> None:
-    usage = ["Exception in thread Thread-3 (_report_usage_worker):"] + _tb(
-        "",
-        ["vllm/usage/usage_lib.py", "cpuinfo/cpuinfo.py"],
-        "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
-    )
+    usage = [
+        "Exception in thread Thread-3 (_report_usage_worker):",
+        *_tb(
+            "",
+            ["vllm/usage/usage_lib.py", "cpuinfo/cpuinfo.py"],
+            "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        ),
+    ]
     warn = _tb(
         _tag("EngineCore_DP0", 5120) + "WARNING 09-22 21:00:00 [utils.py:1] ",
         ["vllm/config/model.py"],
