@@ -119,6 +119,31 @@ def test_pyspy_frames_whose_share_moved(tmp_path: Path) -> None:
     assert "main (serve.py:9)" not in [r.frame for r in rows[:3]]
 
 
+def test_cli_diff_of_two_pyspy_outputs(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from vllmdiag.cli.app import app
+
+    (tmp_path / "old.pyspy.txt").write_text(RAW_A)
+    (tmp_path / "new.pyspy.txt").write_text(RAW_B)
+    res = CliRunner().invoke(
+        app,
+        [
+            "profile",
+            "diff",
+            str(tmp_path / "old.pyspy.txt"),
+            str(tmp_path / "new.pyspy.txt"),
+            "--out",
+            str(tmp_path / "d"),
+            "--json",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["pyspy"]
+    assert rows[0]["frame"] in ("step (engine.py:88)", "resize (img.py:7)")
+    assert "old → new" in (tmp_path / "d" / "summary.md").read_text()
+
+
 def test_pyspy_garbage_and_empty(tmp_path: Path) -> None:
     (tmp_path / "bad.txt").write_text("no count here\n")
     with pytest.raises(VllmdiagError, match="does not end in a count"):

@@ -5,7 +5,6 @@ vllmdiag profile capture --leg A=/venv/a --leg B=/venv/b --script work.py [-- AR
 vllmdiag profile diff A B        (run directories, capture directories or trace files)
 """
 
-# ruff: noqa: B008  (typer declares options as call defaults)
 from __future__ import annotations
 
 from dataclasses import replace
@@ -96,12 +95,35 @@ def _diff_run(run: ProfileRun, top: int, console: Console) -> dict[str, Any]:
         d = run.leg_dir(leg, "torch") or run.leg_dir(leg, "nsys")
         if d is not None:
             gpu.append((leg, d))
+    spy = [(leg, d) for leg in legs if (d := run.leg_dir(leg, "py-spy")) is not None]
     if len(gpu) >= 2:
         result = _diff_paths(gpu[0][1], gpu[1][1], gpu[0][0], gpu[1][0], top, run.out, console)
         out["diff"] = result
+    elif len(spy) >= 2:
+        out["pyspy"] = _spy_only(spy[0][1], spy[1][1], spy[0][0], spy[1][0], top, run.out,
+                                 console)  # fmt: skip
     else:
-        console.print("[yellow]fewer than two legs have a GPU capture: no diff[/]")
+        console.print("[yellow]fewer than two legs have a capture to compare: no diff[/]")
     return out
+
+
+def _spy_only(
+    a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path, console: Console
+) -> list[dict[str, Any]]:
+    fa, fb = pyspy.find(a), pyspy.find(b)
+    if not fa or not fb:
+        raise VllmdiagError(
+            f"no py-spy output in {a if not fa else b}",
+            hint="record with: py-spy record --format raw -o NAME.pyspy.txt",
+        )
+    frames = pyspy.diff(_merge_spy(fa), _merge_spy(fb), top=top)
+    _show_frames(console, frames)
+    from vllmdiag import atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(out / "summary.md", render.pyspy_markdown(name_a, name_b, frames))
+    console.print(f"summary: {out / 'summary.md'}")
+    return [f.__dict__ for f in frames]
 
 
 def _diff_paths(
@@ -126,10 +148,20 @@ def _diff_paths(
     return data
 
 
+def _is_pyspy(path: Path) -> bool:
+    """A py-spy output file, or a directory with py-spy output and no GPU trace."""
+    if path.is_file():
+        return not path.name.endswith(legmod.TRACE_SUFFIXES)
+    return path.is_dir() and bool(pyspy.find(path)) and not legmod.trace_files(path)
+
+
 def _label(path: Path) -> str:
     """A leg's name from its path: the file's stem, or a capture dir's leg dir."""
     if path.is_file():
-        return path.name.removesuffix(".gz").removesuffix(".json").removesuffix(".sqlite")
+        name = path.name
+        for suffix in (".gz", ".json", ".sqlite", ".txt", ".pyspy", ".folded", ".raw"):
+            name = name.removesuffix(suffix)
+        return name
     if path.name in ("torch", "nsys", "pyspy") and path.parent.name:
         return path.parent.name
     return path.name
@@ -156,6 +188,18 @@ def _merge_spy(files: list[Path]) -> pyspy.PySpyProfile:
         ",".join(p.source for p in parts), sum(p.samples for p in parts), inc, own,
         sum(p.processes for p in parts),
     )  # fmt: skip
+
+
+def _show_frames(console: Console, frames: tuple[pyspy.FrameRow, ...]) -> None:
+    if not frames:
+        return
+    spy = Table(title="CPU frames whose share changed most (py-spy)")
+    for col in ("frame", "A", "B", "change"):
+        spy.add_column(col, justify="left" if col == "frame" else "right")
+    for f in frames:
+        spy.add_row(f.frame[:80], f"{f.a_share * 100:.1f} %", f"{f.b_share * 100:.1f} %",
+                    f"{f.delta * 100:+.1f} pt")  # fmt: skip
+    console.print(spy)
 
 
 def _show(console: Console, d: diffmod.Diff, frames: tuple[pyspy.FrameRow, ...]) -> None:
@@ -193,14 +237,7 @@ def _show(console: Console, d: diffmod.Diff, frames: tuple[pyspy.FrameRow, ...])
         top.add_row(k.name[:70], k.family, str(k.a_count), str(k.b_count),
                     f"{k.delta_us / 1e3:+.3f}", share)  # fmt: skip
     console.print(top)
-    if frames:
-        spy = Table(title="CPU frames whose share changed most (py-spy)")
-        for col in ("frame", "A", "B", "change"):
-            spy.add_column(col, justify="left" if col == "frame" else "right")
-        for f in frames:
-            spy.add_row(f.frame[:80], f"{f.a_share * 100:.1f} %", f"{f.b_share * 100:.1f} %",
-                        f"{f.delta * 100:+.1f} pt")  # fmt: skip
-        console.print(spy)
+    _show_frames(console, frames)
     for w in d.warnings:
         console.print(f"[yellow]warning:[/] {w}")
     console.print(d.reconciliation)
@@ -239,7 +276,10 @@ def diff_cmd(
             result = _diff_paths(pa, pb, na, nb, top, out or a / "diff", console)
         else:
             dest = out or (a if a.is_dir() else a.parent) / f"diff-vs-{b.name}"
-            result = _diff_paths(a, b, None, None, top, dest, console)
+            if _is_pyspy(a) and _is_pyspy(b):
+                result = {"pyspy": _spy_only(a, b, _label(a), _label(b), top, dest, console)}
+            else:
+                result = _diff_paths(a, b, None, None, top, dest, console)
         if as_json:
             emit_json(result)
 

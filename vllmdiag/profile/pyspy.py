@@ -85,7 +85,7 @@ def diff(a: PySpyProfile, b: PySpyProfile, top: int = 15) -> tuple[FrameRow, ...
 def find(path: Path) -> list[Path]:
     """py-spy outputs under a leg path (capture directory) or the file itself."""
     if path.is_file():
-        return [path] if path.name.endswith((".folded", ".raw", ".pyspy.txt")) else []
+        return [path]
     if not path.is_dir():
         return []
     return sorted(p for p in path.rglob("*") if p.name.endswith((".folded", ".pyspy.txt")))

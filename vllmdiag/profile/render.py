@@ -117,6 +117,18 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
     return "\n".join(lines)
 
 
+def pyspy_markdown(a: str, b: str, frames: tuple[FrameRow, ...]) -> str:
+    """``summary.md`` of a CPU-only (py-spy) comparison."""
+    lines = [f"# CPU profile diff (py-spy): {a} → {b}", "",
+             "| frame | A share | B share | change |", "|---|---:|---:|---:|"]  # fmt: skip
+    for fr in frames:
+        lines.append(
+            f"| `{_short(fr.frame, 90)}` | {fr.a_share * 100:.1f} % | "
+            f"{fr.b_share * 100:.1f} % | {fr.delta * 100:+.1f} pt |"
+        )
+    return "\n".join([*lines, ""])
+
+
 def _family_us(d: Diff) -> list[tuple[str, dict[str, float]]]:
     out = []
     for leg, pick in ((d.a, "a_us"), (d.b, "b_us")):
