@@ -74,3 +74,17 @@ def test_script_owned_by_vllm_is_fine() -> None:
         },
     }
     assert checks.console_script(probe)[0].severity == "ok"
+
+
+def test_require_clean_stops_unless_overridden() -> None:
+    import pytest
+
+    from vllmdiag.errors import EnvError
+    from vllmdiag.hygiene import DoctorReport, Finding, require_clean
+
+    dirty = DoctorReport("0.26", "/v", (Finding("contaminated", "plugin", "vllm-omni plugin"),))
+    with pytest.raises(EnvError) as err:
+        require_clean(dirty)
+    assert "plugin: vllm-omni plugin" in str(err.value)
+    require_clean(dirty, allow_contaminated=True)
+    require_clean(DoctorReport("0.26", "/v", (Finding("warning", "x", "y"),)))

@@ -229,3 +229,14 @@ def test_cli_json_single_and_directory(tmp_path: Path) -> None:
     assert any(u["member"].endswith("silent_stop.log") for u in data["unattributed"])
     res = runner.invoke(app, ["triage", str(tmp_path / "missing.log")])
     assert res.exit_code == 1
+
+
+def test_a_finished_run_is_not_called_killed(tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text(
+        "INFO 09-21 03:12:01 [__init__.py:216] Automatically detected platform cuda.\n"
+        "Throughput: 7.53 requests/s, 22157.41 total tokens/s, 7004.12 output tokens/s\n"
+    )
+    t = triage_file(log)
+    assert t.root_cause is None
+    assert t.note is not None and t.note.startswith("no failure: the run finished")

@@ -2,7 +2,7 @@
 (plugins, a foreign ``vllm`` script, mismatched flashinfer wheels, other GPU processes,
 the DEBUG-logging hazard), and whether an arm took effect at all."""
 
-from vllmdiag.hygiene.doctor import doctor, known_env_vars, probe
+from vllmdiag.hygiene.doctor import doctor, known_env_vars, probe, require_clean
 from vllmdiag.hygiene.inert import inert_env_reason, inert_fingerprint_reason, inert_pin_reason
 from vllmdiag.hygiene.model import CONTAMINATED, OK, WARNING, DoctorReport, Finding
 
@@ -18,4 +18,5 @@ __all__ = [
     "inert_pin_reason",
     "known_env_vars",
     "probe",
+    "require_clean",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 from vllmdiag import probes, proc
 from vllmdiag.envs import Env
-from vllmdiag.errors import ProcessError
+from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.hygiene import checks
 from vllmdiag.hygiene.model import DoctorReport
 
@@ -81,3 +81,16 @@ def doctor(
         vllm=info.get("vllm"),
         known_env_vars=len(known) if known is not None else None,
     )
+
+
+def require_clean(report: DoctorReport, *, allow_contaminated: bool = False) -> None:
+    """Stop before a matrix runs on a contaminated leg, unless the user overrode it.
+
+    Either way the caller records ``report.to_json()`` in the run's manifest."""
+    if report.contaminated and not allow_contaminated:
+        raise EnvError(
+            "the leg is contaminated: " + "; ".join(report.reasons()),
+            where=f"leg {report.leg} ({report.path})",
+            hint="fix the leg (vllmdiag doctor shows how), or pass --allow-contaminated to "
+            "run anyway (the finding is recorded in the manifest)",
+        )

@@ -39,6 +39,9 @@ _VERSION = re.compile(
 )
 
 
+_FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ seconds")
+
+
 class _Watch:
     """What the reader notices besides tracebacks: signals and the vLLM version."""
 
@@ -47,6 +50,7 @@ class _Watch:
         self.signal: tuple[int, str, str] | None = None
         self.fatal: tuple[int, str, str] | None = None
         self.version: str | None = None
+        self.finished: str | None = None
 
     def feed(self, number: int, raw: bytes) -> None:
         line = normalise(raw.decode("utf-8", "replace"), number)
@@ -57,6 +61,8 @@ class _Watch:
             self.signal = self.signal or hit
             if text.startswith("Fatal Python error"):
                 self.fatal = hit
+        if self.finished is None and _FINISHED.search(text):
+            self.finished = text.strip()
         if self.version is None and ("version" in text or "engine (v" in text):
             v = _VERSION.search(text)
             if v:
@@ -84,6 +90,7 @@ def triage_file(path: Path, catalogue: Catalogue | None = None) -> LogTriage:
         signal_text=signal[1] if signal else None,
         signal_process=signal[2] if signal else None,
         ends_mid_line=info.ends_mid_line,
+        finished=watch.finished,
         lines=info.lines,
     )
     return choose(tracebacks, cat, ev, str(path))

@@ -22,7 +22,7 @@ MARKERS = re.compile(
     rb"Traceback \(most recent call last\)|Fatal Python error|Segmentation fault"
     rb"|Segfault encountered|core dumped|Killed|SIGKILL|SIGSEGV|SIGABRT|SIGBUS"
     rb"|terminated by signal|exitcode=-|exit code -?(?:9|11|6|134|137|139)\b"
-    rb"|LLM engine \(v|API server version|vLLM version"
+    rb"|LLM engine \(v|API server version|vLLM version|Throughput: |Avg latency: "
 )
 
 Feed = Callable[[int, bytes], None]

@@ -57,6 +57,7 @@ class Evidence:
     signal_process: str | None = None
     ends_mid_line: bool = False
     lines: int = 0
+    finished: str | None = None  # the benchmark's result line, when the run printed one
 
 
 def is_wrapper(link: Link) -> bool:
@@ -285,6 +286,8 @@ def _without_traceback(
             "only wrappers found: the failing process's own output is not in this "
             "log; capture the child's stdout and stderr (vLLM logs to stdout)"
         )
+    if ev.finished and not tbs:
+        return None, f"no failure: the run finished and printed its results ({ev.finished[:120]})"
     if tbs and truncated:
         return None, "truncated: a traceback ends before its exception line"
     if ev.ends_mid_line:
