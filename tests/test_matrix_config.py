@@ -43,10 +43,18 @@ def _error(tmp_path: Path, text: str) -> ConfigError:
 
 def test_shipped_library_and_recipes_load() -> None:
     lib = load_arm_library()
-    for name in ("enforce-eager", "gpu-memory-utilization-0.5", "attention-backend-triton",
-                 "attention-backend-env-triton", "moe-backend-triton",
-                 "nvidia-cutlass-dsl-4.5.3", "transformers-5.14.1", "omp-num-threads-1",
-                 "mm-processor-cache-gb-0", "debug-logging"):
+    for name in (
+        "enforce-eager",
+        "gpu-memory-utilization-0.5",
+        "attention-backend-triton",
+        "attention-backend-env-triton",
+        "moe-backend-triton",
+        "nvidia-cutlass-dsl-4.5.3",
+        "transformers-5.14.1",
+        "omp-num-threads-1",
+        "mm-processor-cache-gb-0",
+        "debug-logging",
+    ):
         assert lib.get(name).single_variable
     assert "cpuinfo" in lib.get("debug-logging").hypothesis
     assert lib.get("attention-backend-env-triton").honoured_by == "vllm<0.14"
@@ -87,8 +95,12 @@ def test_unknown_arm_name_suggests_the_closest(tmp_path: Path) -> None:
 
 
 def test_python_version_read_as_a_number(tmp_path: Path) -> None:
-    err = _error(tmp_path, GOOD.replace("    requirements: [packaging]",
-                                        "    python: 3.10\n    requirements: [packaging]"))
+    err = _error(
+        tmp_path,
+        GOOD.replace(
+            "    requirements: [packaging]", "    python: 3.10\n    requirements: [packaging]"
+        ),
+    )
     assert "legs.here.python" in err.message and "quote" in err.message
 
 
@@ -102,7 +114,8 @@ def test_baseline_leg_must_exist_and_bad_yaml(tmp_path: Path) -> None:
 def test_models_expand_into_workloads(tmp_path: Path) -> None:
     text = GOOD.replace(
         'workloads:\n  w:\n    command: ["{python}", "-c", "print(1)", "{flags}"]\n',
-        "workload:\n  builtin: vllm-latency\nmodels: [org/a-model, org/b-model]\n")
+        "workload:\n  builtin: vllm-latency\nmodels: [org/a-model, org/b-model]\n",
+    )
     recipe = load_recipe(_write(tmp_path, text))
     assert list(recipe.workloads) == ["a-model", "b-model"]
     assert recipe.workloads["b-model"].model == "org/b-model"
@@ -119,8 +132,9 @@ def test_cli_reports_user_errors_without_a_traceback(tmp_path: Path) -> None:
 
 
 def test_dry_run_json_lists_every_cell_with_its_command() -> None:
-    result = CliRunner().invoke(app, ["matrix", str(REPO / "recipes/thrmma-cpu.yaml"),
-                                      "--dry-run", "--json"])
+    result = CliRunner().invoke(
+        app, ["matrix", str(REPO / "recipes/thrmma-cpu.yaml"), "--dry-run", "--json"]
+    )
     assert result.exit_code == 0, result.output
     import json
 

@@ -111,15 +111,20 @@ def test_fingerprint_changes_with_each_input() -> None:
     assert other.repeat == 2 and plan.fingerprint(other, "lock", ["x"], "w1") != base
 
 
-def _r(arm: str, wl: str, outcome: str, rep: int = 1, rc: int | None = None,
-       **metrics: float) -> CellResult:
+def _r(
+    arm: str, wl: str, outcome: str, rep: int = 1, rc: int | None = None, **metrics: float
+) -> CellResult:
     out = Outcome(outcome)
     code = rc if rc is not None else (0 if out is Outcome.PASS else 1)
     return CellResult(f"r{rep}.{arm}.{wl}", arm, wl, rep, out, code, 1.0, dict(metrics))
 
 
-ARMS = [ArmInfo("eager", "flag"), ArmInfo("pin", "pin"), ArmInfo("half", "flag"),
-        ArmInfo("v26", "leg", control=True)]
+ARMS = [
+    ArmInfo("eager", "flag"),
+    ArmInfo("pin", "pin"),
+    ArmInfo("half", "flag"),
+    ArmInfo("v26", "leg", control=True),
+]
 
 
 def test_pass_fail_verdict_like_diag_silent4() -> None:
@@ -131,8 +136,12 @@ def test_pass_fail_verdict_like_diag_silent4() -> None:
     results += [_r("v26", w, "pass") for w in wls]
     v = decide(ARMS, wls, results)
     effects = {a.name: a.effect for a in v.arms}
-    assert effects == {"eager": Effect.RULED_OUT, "pin": Effect.SUFFICIENT,
-                       "half": Effect.PARTIAL, "v26": Effect.CONTROL}
+    assert effects == {
+        "eager": Effect.RULED_OUT,
+        "pin": Effect.SUFFICIENT,
+        "half": Effect.PARTIAL,
+        "v26": Effect.CONTROL,
+    }
     assert v.failing == tuple(wls)
     assert "leg-specific" in next(a.detail for a in v.arms if a.name == "v26")
     assert "Sufficient (single-variable arm): pin" in v.summary
@@ -140,8 +149,13 @@ def test_pass_fail_verdict_like_diag_silent4() -> None:
 
 def test_errors_are_never_results_and_failing_control_is_reported() -> None:
     wls = ["w"]
-    results = [_r("baseline", "w", "fail"), _r("eager", "w", "error"), _r("pin", "w", "pass"),
-               _r("half", "w", "timeout"), _r("v26", "w", "fail")]
+    results = [
+        _r("baseline", "w", "fail"),
+        _r("eager", "w", "error"),
+        _r("pin", "w", "pass"),
+        _r("half", "w", "timeout"),
+        _r("v26", "w", "fail"),
+    ]
     v = decide(ARMS, wls, results)
     eff = {a.name: a for a in v.arms}
     assert eff["eager"].effect is Effect.ERROR
@@ -150,8 +164,13 @@ def test_errors_are_never_results_and_failing_control_is_reported() -> None:
 
 
 def test_inert_arm_is_not_ruled_out() -> None:
-    results = [_r("baseline", "w", "fail"), _r("eager", "w", "fail"), _r("pin", "w", "pass"),
-               _r("half", "w", "fail"), _r("v26", "w", "pass")]
+    results = [
+        _r("baseline", "w", "fail"),
+        _r("eager", "w", "fail"),
+        _r("pin", "w", "pass"),
+        _r("half", "w", "fail"),
+        _r("v26", "w", "pass"),
+    ]
     v = decide(ARMS, ["w"], results, inert={"eager": "the leg's CLI rejects --enforce-eager"})
     eager = next(a for a in v.arms if a.name == "eager")
     assert eager.effect is Effect.INERT and "rejects" in eager.detail
@@ -166,8 +185,12 @@ def test_baseline_passing_everywhere_has_nothing_to_explain() -> None:
 
 
 def test_flaky_baseline_counts_as_failing_and_majority_decides() -> None:
-    results = [_r("baseline", "w", "fail", 1), _r("baseline", "w", "pass", 2),
-               _r("pin", "w", "pass", 1), _r("pin", "w", "pass", 2)]
+    results = [
+        _r("baseline", "w", "fail", 1),
+        _r("baseline", "w", "pass", 2),
+        _r("pin", "w", "pass", 1),
+        _r("pin", "w", "pass", 2),
+    ]
     v = decide([ArmInfo("pin", "pin")], ["w"], results)
     assert v.baseline["w"].state == "flaky" and v.arms[0].effect is Effect.SUFFICIENT
 
@@ -177,11 +200,19 @@ def _m(arm: str, values: list[float]) -> list[CellResult]:
 
 
 def test_metric_verdict_like_the_moe_backend_matrix() -> None:
-    arms = [ArmInfo("trtllm", "flag"), ArmInfo("triton", "flag"), ArmInfo("cutlass", "flag"),
-            ArmInfo("v18", "leg", control=True)]
-    results = (_m("baseline", [5536, 5500, 5560]) + _m("trtllm", [5614, 5540, 5580])
-               + _m("triton", [5782, 5800, 5770]) + _m("v18", [7457, 7430, 7480])
-               + [_r("cutlass", "image", "fail", i) for i in (1, 2, 3)])
+    arms = [
+        ArmInfo("trtllm", "flag"),
+        ArmInfo("triton", "flag"),
+        ArmInfo("cutlass", "flag"),
+        ArmInfo("v18", "leg", control=True),
+    ]
+    results = (
+        _m("baseline", [5536, 5500, 5560])
+        + _m("trtllm", [5614, 5540, 5580])
+        + _m("triton", [5782, 5800, 5770])
+        + _m("v18", [7457, 7430, 7480])
+        + [_r("cutlass", "image", "fail", i) for i in (1, 2, 3)]
+    )
     v = decide(arms, ["image"], results, metrics={"image": MetricInfo("tps")}, target="v18")
     a = {x.name: x for x in v.arms}
     assert a["trtllm"].effect is Effect.RULED_OUT
@@ -196,35 +227,45 @@ def test_metric_verdict_like_the_moe_backend_matrix() -> None:
 
 def test_metric_arm_reaching_the_target_is_sufficient() -> None:
     arms = [ArmInfo("fix", "pin"), ArmInfo("v18", "leg", control=True)]
-    results = _m("baseline", [100, 101, 99]) + _m("fix", [140, 141, 139]) + _m("v18",
-                                                                               [141, 140, 142])
+    results = (
+        _m("baseline", [100, 101, 99]) + _m("fix", [140, 141, 139]) + _m("v18", [141, 140, 142])
+    )
     v = decide(arms, ["image"], results, metrics={"image": MetricInfo("tps")})
     assert v.arms[0].effect is Effect.SUFFICIENT
 
 
 def test_lower_is_better_metrics() -> None:
     arms = [ArmInfo("fast", "flag")]
-    results = (_m("baseline", [10.0, 10.1, 9.9]) + _m("fast", [8.0, 8.1, 7.9]))
+    results = _m("baseline", [10.0, 10.1, 9.9]) + _m("fast", [8.0, 8.1, 7.9])
     v = decide(arms, ["image"], results, metrics={"image": MetricInfo("tps", better="lower")})
     assert v.arms[0].effect is Effect.PARTIAL  # improves; no target to call it sufficient
 
 
 def test_inert_reasons() -> None:
-    legacy = Arm(name="attn", env={"VLLM_ATTENTION_BACKEND": "TRITON_ATTN"},
-                 honoured_by="vllm<0.14")
+    legacy = Arm(
+        name="attn", env={"VLLM_ATTENTION_BACKEND": "TRITON_ATTN"}, honoured_by="vllm<0.14"
+    )
     assert "ignores this arm" in (inert_reason(ArmEvidence(legacy, {"vllm": "0.18.0"})) or "")
     assert inert_reason(ArmEvidence(legacy, {"vllm": "0.11.0"})) is None
     unknown = Arm(name="u", env={"VLLM_FOO": "1"})
-    assert "does not know" in (inert_reason(ArmEvidence(unknown, known_env=frozenset({"VLLM_BAR"}))) or "")
+    assert "does not know" in (
+        inert_reason(ArmEvidence(unknown, known_env=frozenset({"VLLM_BAR"}))) or ""
+    )
     flag = Arm(name="moe", flag="--moe-backend triton")
     log = "vllm: error: unrecognized arguments: --moe-backend triton\n"
     assert "rejects --moe-backend" in (inert_reason(ArmEvidence(flag, log_texts=[log])) or "")
     eager = Arm(name="e", flag="--enforce-eager", fingerprint_field="cuda_graphs")
-    same = ArmEvidence(eager, fingerprints=[{"cuda_graphs": "graphs"}],
-                       baseline_fingerprints=[{"cuda_graphs": "graphs"}])
+    same = ArmEvidence(
+        eager,
+        fingerprints=[{"cuda_graphs": "graphs"}],
+        baseline_fingerprints=[{"cuda_graphs": "graphs"}],
+    )
     assert "stayed 'graphs'" in (inert_reason(same) or "")
-    moved = ArmEvidence(eager, fingerprints=[{"cuda_graphs": "eager"}],
-                        baseline_fingerprints=[{"cuda_graphs": "graphs"}])
+    moved = ArmEvidence(
+        eager,
+        fingerprints=[{"cuda_graphs": "eager"}],
+        baseline_fingerprints=[{"cuda_graphs": "graphs"}],
+    )
     assert inert_reason(moved) is None
 
 

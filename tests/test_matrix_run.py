@@ -48,33 +48,49 @@ def events(run_dir: Path) -> list[dict[str, object]]:
 
 
 def test_sigkill_mid_cell_then_resume_loses_nothing_finished(tmp_path: Path) -> None:
-    script(tmp_path, "work.py", """
+    script(
+        tmp_path,
+        "work.py",
+        """
         import os, sys, time
         name, slow_marker = sys.argv[1], sys.argv[2]
         open(os.path.join(sys.argv[3], "pid"), "w").write(str(os.getpid()))
         if name == "w2" and not os.path.exists(slow_marker):
             time.sleep(120)
         print("done", name)
-    """)
-    path = recipe(tmp_path, """
+    """,
+    )
+    path = recipe(
+        tmp_path,
+        """
         baseline: {leg: here}
         workloads:
-          w1: {command: ["{python}", "{recipe_dir}/work.py", "w1", "{recipe_dir}/fast", "{out_dir}"]}
-          w2: {command: ["{python}", "{recipe_dir}/work.py", "w2", "{recipe_dir}/fast", "{out_dir}"]}
-          w3: {command: ["{python}", "{recipe_dir}/work.py", "w3", "{recipe_dir}/fast", "{out_dir}"]}
+          w1: {command: "{python} {recipe_dir}/work.py w1 {recipe_dir}/fast {out_dir}"}
+          w2: {command: "{python} {recipe_dir}/work.py w2 {recipe_dir}/fast {out_dir}"}
+          w3: {command: "{python} {recipe_dir}/work.py w3 {recipe_dir}/fast {out_dir}"}
         timeout: 300
-    """)
+    """,
+    )
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-c", "from vllmdiag.cli.app import main; main()", "matrix",
-           str(path), "--out", str(run_dir)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from vllmdiag.cli.app import main; main()",
+        "matrix",
+        str(path),
+        "--out",
+        str(run_dir),
+    ]
     runner = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     started = False
     while time.monotonic() < deadline and not started:
         time.sleep(0.1)
         if (run_dir / "run.jsonl").exists():
-            started = any(e.get("event") == "cell_started" and e.get("id") == "r1.baseline.w2"
-                          for e in events(run_dir))
+            started = any(
+                e.get("event") == "cell_started" and e.get("id") == "r1.baseline.w2"
+                for e in events(run_dir)
+            )
     assert started, "cell 2 never started"
     first = (run_dir / "cells/r1.baseline.w1/result.json").read_text()
     runner.send_signal(signal.SIGKILL)
@@ -100,19 +116,26 @@ def test_sigkill_mid_cell_then_resume_loses_nothing_finished(tmp_path: Path) -> 
 
 
 def test_timeout_is_an_outcome_and_leaves_no_process(tmp_path: Path) -> None:
-    script(tmp_path, "hang.py", """
+    script(
+        tmp_path,
+        "hang.py",
+        """
         import os, signal, subprocess, sys, time
         kid = subprocess.Popen([sys.executable, "-c",
             "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
         open(os.path.join(sys.argv[1], "kid"), "w").write(str(kid.pid))
         time.sleep(600)
-    """)
-    path = recipe(tmp_path, """
+    """,
+    )
+    path = recipe(
+        tmp_path,
+        """
         baseline: {leg: here}
         workloads:
           hang: {command: ["{python}", "{recipe_dir}/hang.py", "{out_dir}"]}
         timeout: 2
-    """)
+    """,
+    )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run", grace_s=1))
     cell = report.results[0]
     assert cell.outcome is Outcome.TIMEOUT and "killed after 2s" in cell.reason
@@ -126,15 +149,22 @@ def test_inherited_variables_are_cleared_unless_the_recipe_sets_them(
 ) -> None:
     monkeypatch.setenv("VLLM_LEAKED", "1")
     monkeypatch.setenv("PYTHONPATH", "/bogus")
-    script(tmp_path, "env.py", """
+    script(
+        tmp_path,
+        "env.py",
+        """
         import json, os, sys
         json.dump(dict(os.environ), open(os.path.join(sys.argv[1], "env.json"), "w"))
-    """)
-    path = recipe(tmp_path, """
+    """,
+    )
+    path = recipe(
+        tmp_path,
+        """
         baseline: {leg: here, env: {VLLM_WANTED: "yes"}}
         workloads:
           env: {command: ["{python}", "{recipe_dir}/env.py", "{out_dir}"]}
-    """)
+    """,
+    )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
     assert report.results[0].outcome is Outcome.PASS
     seen = json.loads((tmp_path / "run/cells/r1.baseline.env/out/env.json").read_text())
@@ -145,30 +175,35 @@ def test_inherited_variables_are_cleared_unless_the_recipe_sets_them(
 
 
 def test_metric_matrix_medians_spread_and_no_difference(tmp_path: Path) -> None:
-    script(tmp_path, "bench.py", """
+    script(
+        tmp_path,
+        "bench.py",
+        """
         import json, os, sys
-        rep = int(sys.argv[2])
+        cell = os.path.basename(os.path.dirname(sys.argv[1]))  # r<repeat>.<arm>.<workload>
+        rep = int(cell.split(".")[0][1:])
         value = 100.0 * float(os.environ.get("SCALE", "1")) + rep  # a little spread
         json.dump({"tokens_per_second": value}, open(os.path.join(sys.argv[1], "r.json"), "w"))
-    """)
-    path = recipe(tmp_path, """
+    """,
+    )
+    path = recipe(
+        tmp_path,
+        """
         baseline: {leg: here}
         workloads:
           bench:
-            command: ["{python}", "{recipe_dir}/bench.py", "{out_dir}", "{out_dir}"]
+            command: ["{python}", "{recipe_dir}/bench.py", "{out_dir}"]
         arms:
           - {name: faster, env: {SCALE: "1.5"}}
           - {name: same, env: {UNRELATED: "1"}}
         repeats: 3
         metrics:
           - {name: tps, json: r.json, key: tokens_per_second}
-    """)
-    # the repeat number is not a placeholder: derive it from the cell's out dir instead
-    (tmp_path / "bench.py").write_text((tmp_path / "bench.py").read_text().replace(
-        "rep = int(sys.argv[2])",
-        "rep = int(os.path.basename(os.path.dirname(sys.argv[2].rstrip('/'))).split('.')[0][1:])"))
-    result = CliRunner().invoke(app, ["matrix", str(path), "--out", str(tmp_path / "run"),
-                                      "--json"])
+    """,
+    )
+    result = CliRunner().invoke(
+        app, ["matrix", str(path), "--out", str(tmp_path / "run"), "--json"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     arms = {a["name"]: a for a in report["verdict"]["arms"]}
@@ -185,41 +220,52 @@ def test_metric_matrix_medians_spread_and_no_difference(tmp_path: Path) -> None:
 
 
 def test_a_metric_that_is_not_written_is_an_error_not_a_zero(tmp_path: Path) -> None:
-    path = recipe(tmp_path, """
+    path = recipe(
+        tmp_path,
+        """
         baseline: {leg: here}
         workloads:
           quiet: {command: ["{python}", "-c", "print('no numbers here')"]}
         metrics:
           - {name: tps, regex: 'tps=([0-9.]+)'}
-    """)
+    """,
+    )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
     cell = report.results[0]
     assert cell.outcome is Outcome.ERROR and "no line of the log matches" in cell.reason
 
 
 def test_the_node_lock_keeps_two_matrices_apart(tmp_path: Path) -> None:
-    path = recipe(tmp_path, """
+    path = recipe(
+        tmp_path,
+        """
         baseline: {leg: here}
         workloads:
           w: {command: ["{python}", "-c", "pass"]}
-    """)
+    """,
+    )
     with file_lock(node_lock_path()), pytest.raises(VllmdiagError, match="node lock"):
         run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
 
 
 @pytest.mark.network
 def test_a_leg_that_cannot_be_built_makes_its_cells_errors(tmp_path: Path) -> None:
-    path = recipe(tmp_path, """
+    path = recipe(
+        tmp_path,
+        """
         baseline: {leg: here}
         workloads:
           w: {command: ["{python}", "-c", "raise SystemExit(1)"]}
         arms:
           - {name: bad-pin, pin: "packaging==0.0.0.1"}
-    """)
+    """,
+    )
     # a path leg cannot take a pin: give the arm a buildable leg of its own instead
-    text = path.read_text().replace(
-        "legs:\n", "legs:\n  built:\n    requirements: [packaging==0.0.0.1]\n").replace(
-        '- {name: bad-pin, pin: "packaging==0.0.0.1"}', "- {name: bad-pin, leg: built}")
+    text = (
+        path.read_text()
+        .replace("legs:\n", "legs:\n  built:\n    requirements: [packaging==0.0.0.1]\n")
+        .replace('- {name: bad-pin, pin: "packaging==0.0.0.1"}', "- {name: bad-pin, leg: built}")
+    )
     path.write_text(text)
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
     bad = next(r for r in report.results if r.arm == "bad-pin")
@@ -232,16 +278,24 @@ def test_a_leg_that_cannot_be_built_makes_its_cells_errors(tmp_path: Path) -> No
 @pytest.mark.network
 @pytest.mark.slow
 def test_cpu_reproduction_names_the_pin_as_the_one_sufficient_arm(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["matrix", str(REPO / "recipes/thrmma-cpu.yaml"),
-                                      "--out", str(tmp_path / "run"), "--json"])
+    result = CliRunner().invoke(
+        app,
+        ["matrix", str(REPO / "recipes/thrmma-cpu.yaml"), "--out", str(tmp_path / "run"), "--json"],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     effects = {a["name"]: a["effect"] for a in report["verdict"]["arms"]}
-    assert effects == {"omp-num-threads-1": "ruled_out", "enforce-eager": "ruled_out",
-                       "nvidia-cutlass-dsl-4.5.3": "sufficient"}
+    assert effects == {
+        "omp-num-threads-1": "ruled_out",
+        "enforce-eager": "ruled_out",
+        "nvidia-cutlass-dsl-4.5.3": "sufficient",
+    }
     kinds = {a["name"]: a["kind"] for a in report["verdict"]["arms"]}
-    assert kinds == {"omp-num-threads-1": "env", "enforce-eager": "flag",
-                     "nvidia-cutlass-dsl-4.5.3": "pin"}
+    assert kinds == {
+        "omp-num-threads-1": "env",
+        "enforce-eager": "flag",
+        "nvidia-cutlass-dsl-4.5.3": "pin",
+    }
     base = [c for c in report["cells"] if c["arm"] == "baseline"]
     assert {c["outcome"] for c in base} == {"fail"}
     root = base[0]["root_cause"]
@@ -256,11 +310,16 @@ def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
     from vllmdiag.engine.matrix import run_single_cell
 
     rec = load_recipe(REPO / "recipes/thrmma-cpu.yaml")
-    good = run_single_cell(rec, "wrapper-import", MatrixOptions(out=tmp_path / "a"),
-                           pin="nvidia-cutlass-dsl==4.5.3")
+    good = run_single_cell(
+        rec, "wrapper-import", MatrixOptions(out=tmp_path / "a"), pin="nvidia-cutlass-dsl==4.5.3"
+    )
     assert good.outcome is Outcome.PASS and good.leg == "fresh+nvidia-cutlass-dsl==4.5.3"
-    bad = run_single_cell(rec, "r1.baseline.wrapper-import", MatrixOptions(out=tmp_path / "b"),
-                          pin="nvidia-cutlass-dsl==4.6.0")
+    bad = run_single_cell(
+        rec,
+        "r1.baseline.wrapper-import",
+        MatrixOptions(out=tmp_path / "b"),
+        pin="nvidia-cutlass-dsl==4.6.0",
+    )
     assert bad.outcome is Outcome.FAIL
     with pytest.raises(VllmdiagError, match="no cell"):
         run_single_cell(rec, "nope", MatrixOptions(out=tmp_path / "c"))

@@ -85,8 +85,7 @@ def test_output_is_kept_in_full_and_interleaved(tmp_path: Path) -> None:
 
 
 def test_capture_and_exit_codes() -> None:
-    done = proc.run([sys.executable, "-c", "import sys; print('out'); sys.exit(3)"],
-                    capture=True)
+    done = proc.run([sys.executable, "-c", "import sys; print('out'); sys.exit(3)"], capture=True)
     assert (done.rc, done.stdout.strip(), done.ok) == (3, "out", False)
 
 
@@ -100,8 +99,9 @@ def test_missing_program_is_a_clear_error() -> None:
 
 
 def test_clean_environ_drops_leaking_variables() -> None:
-    env = proc.clean_environ({"VLLM_ATTENTION_BACKEND": "X", "PYTHONPATH": "/p", "HOME": "/h",
-                              "OMP_NUM_THREADS": "4"})
+    env = proc.clean_environ(
+        {"VLLM_ATTENTION_BACKEND": "X", "PYTHONPATH": "/p", "HOME": "/h", "OMP_NUM_THREADS": "4"}
+    )
     assert env == {"HOME": "/h"}
     kept = proc.clean_environ({"VLLM_X": "1"}, keep=["VLLM_X"])
     assert kept == {"VLLM_X": "1"}

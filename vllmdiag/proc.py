@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from vllmdiag.errors import ProcessError
 
@@ -100,16 +101,18 @@ def run(
     before it stops.
     """
     args = tuple(str(a) for a in argv)
+    out: IO[bytes]
+    err: IO[bytes]
     with contextlib.ExitStack() as stack:
         if capture:
             out = stack.enter_context(tempfile.TemporaryFile())
             err = stack.enter_context(tempfile.TemporaryFile())
         elif log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
-            out = stack.enter_context(open(log, "ab"))  # noqa: SIM115
+            out = stack.enter_context(open(log, "ab"))
             err = out
         else:
-            out = err = stack.enter_context(open(os.devnull, "wb"))  # noqa: SIM115
+            out = err = stack.enter_context(open(os.devnull, "wb"))
         start = time.monotonic()
         try:
             child = subprocess.Popen(
@@ -194,9 +197,7 @@ def _wait(
     return rc, False, False
 
 
-def kill_tree(
-    child: subprocess.Popen[bytes], pgid: int, tracked: set[int], grace_s: float
-) -> None:
+def kill_tree(child: subprocess.Popen[bytes], pgid: int, tracked: set[int], grace_s: float) -> None:
     """TERM the child's group and every descendant seen, then KILL what is left."""
     pids = group_members(pgid) | descendants(child.pid) | tracked | {child.pid}
     _terminate(pids, grace_s, child=child)

@@ -9,7 +9,6 @@ the arms use (``--enforce-eager``, ``--gpu-memory-utilization``) so that flag ar
 real, and ``--path`` picks which import site is exercised.
 """
 
-
 # No "from __future__ import annotations": the annotations below must be evaluated.
 import argparse
 import multiprocessing as mp
@@ -75,9 +74,11 @@ def main() -> int:
     parser.add_argument("--enforce-eager", action="store_true")
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     args = parser.parse_args()
-    print(f"enforce_eager={args.enforce_eager} gpu_memory_utilization="
-          f"{args.gpu_memory_utilization} OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}",
-          flush=True)
+    print(
+        f"enforce_eager={args.enforce_eager} gpu_memory_utilization="
+        f"{args.gpu_memory_utilization} OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}",
+        flush=True,
+    )
     ctx = mp.get_context("spawn")
     core = ctx.Process(target=engine_core, args=(args.path,), name="EngineCore_DP0")
     core.start()

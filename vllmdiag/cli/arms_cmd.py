@@ -48,8 +48,7 @@ def list_arms(
 
 
 @arms_app.command("show")
-def show_arm(name: str = typer.Argument(..., help="Arm name."), as_json: bool = JsonOption
-             ) -> None:
+def show_arm(name: str = typer.Argument(..., help="Arm name."), as_json: bool = JsonOption) -> None:
     """Show one arm with the hypothesis it falsifies."""
     with user_errors():
         lib = load_arm_library()

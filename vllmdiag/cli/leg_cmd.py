@@ -13,8 +13,9 @@ from vllmdiag.config import load_recipe
 from vllmdiag.engine.legs import recipe_legs
 from vllmdiag.envs import EnvCache, EnvEvent
 
-leg_app = typer.Typer(help="Build or inspect a recipe's legs (isolated uv environments).",
-                      no_args_is_help=True)
+leg_app = typer.Typer(
+    help="Build or inspect a recipe's legs (isolated uv environments).", no_args_is_help=True
+)
 
 
 @leg_app.command("build")
@@ -31,8 +32,10 @@ def build(
         out: list[dict[str, Any]] = []
 
         def show(e: EnvEvent) -> None:
-            console.print(f"leg {e.leg}: {e.kind} {e.detail.splitlines()[0] if e.detail else ''}",
-                          highlight=False)
+            console.print(
+                f"leg {e.leg}: {e.kind} {e.detail.splitlines()[0] if e.detail else ''}",
+                highlight=False,
+            )
 
         for spec in recipe_legs(rec, leg):
             env = cache.ensure(spec, observer=show)
@@ -59,18 +62,26 @@ def show(
         out = []
         for spec in recipe_legs(rec, leg):
             env = cache.lookup(spec)
-            data: dict[str, Any] = {"leg": spec.name, "key": spec.key(), **spec.identity(),
-                                    "path": str(cache.path_for(spec)), "built": env is not None}
+            data: dict[str, Any] = {
+                "leg": spec.name,
+                "key": spec.key(),
+                **spec.identity(),
+                "path": str(cache.path_for(spec)),
+                "built": env is not None,
+            }
             if env is not None:
                 data.update(env.to_json())
             out.append(data)
             if not as_json:
-                console.print(f"[bold]{spec.name}[/] key {spec.key()} "
-                              f"{'built' if env else '[yellow]not built[/]'} at {data['path']}")
-                console.print(f"  python {spec.python_request}, requirements: "
-                              f"{' '.join(spec.requirements) or '—'}"
-                              + (f", exclude_newer {spec.exclude_newer}" if spec.exclude_newer
-                                 else ""))
+                console.print(
+                    f"[bold]{spec.name}[/] key {spec.key()} "
+                    f"{'built' if env else '[yellow]not built[/]'} at {data['path']}"
+                )
+                console.print(
+                    f"  python {spec.python_request}, requirements: "
+                    f"{' '.join(spec.requirements) or '—'}"
+                    + (f", exclude_newer {spec.exclude_newer}" if spec.exclude_newer else "")
+                )
                 if env is not None:
                     _stack_table(console, data)
                     if freeze:
@@ -82,14 +93,36 @@ def show(
 def _stack_table(console: Any, data: dict[str, Any]) -> None:
     st = data.get("stack", {})
     table = Table(title=f"{data['leg']} ({data['lock_hash']})", title_justify="left")
-    for col in ("vllm", "torch", "CUDA", "transformers", "flashinfer", "cutlass-dsl", "triton",
-                "python", "GPU"):
+    for col in (
+        "vllm",
+        "torch",
+        "CUDA",
+        "transformers",
+        "flashinfer",
+        "cutlass-dsl",
+        "triton",
+        "python",
+        "GPU",
+    ):
         table.add_column(col)
     gpus = data.get("gpu", {}).get("gpus", [])
     gpu = f"{len(gpus)}× {gpus[0]['name']} ({gpus[0]['driver']})" if gpus else "—"
-    table.add_row(*(st.get(k) or "—" for k in ("vllm", "torch", "torch_cuda", "transformers",
-                                              "flashinfer-python", "nvidia-cutlass-dsl",
-                                              "triton", "python")), gpu)
+    table.add_row(
+        *(
+            st.get(k) or "—"
+            for k in (
+                "vllm",
+                "torch",
+                "torch_cuda",
+                "transformers",
+                "flashinfer-python",
+                "nvidia-cutlass-dsl",
+                "triton",
+                "python",
+            )
+        ),
+        gpu,
+    )
     console.print(table)
 
 

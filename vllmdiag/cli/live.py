@@ -15,8 +15,13 @@ from rich.text import Text
 from vllmdiag.engine.events import CellFinished, CellStarted, CellTick, Event, Note, RunStarted
 from vllmdiag.envs.cache import EnvEvent
 
-STYLE = {"pass": "green", "fail": "red", "timeout": "magenta", "error": "bold yellow",
-         "skipped": "dim"}
+STYLE = {
+    "pass": "green",
+    "fail": "red",
+    "timeout": "magenta",
+    "error": "bold yellow",
+    "skipped": "dim",
+}
 
 
 def last_line(log: Path, limit: int = 4096) -> str:
@@ -35,21 +40,29 @@ class LiveView:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.progress = Progress(
-            TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("[bold]cells"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
             console=console,
         )
         self.task = self.progress.add_task("cells", total=None)
         self.status = Text("")
-        self.live = Live(Group(self.progress, self.status), console=console,
-                         refresh_per_second=4, transient=False)
+        self.live = Live(
+            Group(self.progress, self.status),
+            console=console,
+            refresh_per_second=4,
+            transient=False,
+        )
         self._last_read = 0.0
 
     def __enter__(self) -> LiveView:
         self.live.__enter__()
         return self
 
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.status.plain = ""
         self.live.__exit__(t, e, tb)
 
@@ -60,7 +73,8 @@ class LiveView:
             self.console.print(f"{verb} directory: [bold]{event.run_dir}[/]")
         elif isinstance(event, EnvEvent):
             colour = {"failed": "red", "ready": "green", "reused": "cyan"}.get(event.kind, "")
-            text = f"leg {event.leg}: {event.kind} {event.detail.splitlines()[0] if event.detail else ''}"
+            first = event.detail.splitlines()[0] if event.detail else ""
+            text = f"leg {event.leg}: {event.kind} {first}"
             self.console.print(f"[{colour}]{text}[/]" if colour else text, highlight=False)
         elif isinstance(event, CellStarted):
             self.status.plain = f"[{event.index}/{event.total}] {event.cell_id}: starting"
@@ -68,8 +82,9 @@ class LiveView:
             now = time.monotonic()
             if now - self._last_read > 0.5:
                 self._last_read = now
-                self.status.plain = (f"{event.cell_id} {event.elapsed_s:6.1f}s | "
-                                     f"{last_line(event.log)}")
+                self.status.plain = (
+                    f"{event.cell_id} {event.elapsed_s:6.1f}s | {last_line(event.log)}"
+                )
         elif isinstance(event, CellFinished):
             r = event.result
             style = STYLE.get(r.outcome.value, "")
@@ -80,7 +95,9 @@ class LiveView:
                 cause = f" — {r.root_cause['type']}: {str(r.root_cause.get('message', ''))[:80]}"
             self.console.print(
                 f"[{event.index}/{event.total}] {r.id}: [{style}]{r.outcome.value}[/]{extra} "
-                f"{r.elapsed_s:.1f}s{reused}{cause}", highlight=False)
+                f"{r.elapsed_s:.1f}s{reused}{cause}",
+                highlight=False,
+            )
             self.progress.advance(self.task)
         elif isinstance(event, Note):
             self.console.print(f"[yellow]{event.level}:[/] {event.text}", highlight=False)

@@ -18,11 +18,14 @@ def matrix(
     recipe: Path = typer.Argument(..., help="Recipe YAML, e.g. recipes/thrmma-cpu.yaml."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show cells, envs and commands."),
     resume: Path | None = typer.Option(None, "--resume", help="Finish an interrupted run dir."),
-    out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<recipe>-<UTC>)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Run directory (default runs/<recipe>-<UTC>)."
+    ),
     runs_root: Path = typer.Option(Path("runs"), "--runs-root", help="Where run dirs go."),
     grace: float = typer.Option(10.0, "--grace", help="Seconds between TERM and KILL."),
     allow_contaminated: bool = typer.Option(
-        False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."),
+        False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Run a baseline plus arms over workloads, each cell in its own env, serially."""
@@ -36,8 +39,13 @@ def matrix(
                 return
             _print_plan(console, p.to_json())
             return
-        opts = MatrixOptions(out=out, resume=resume, runs_root=runs_root, grace_s=grace,
-                             allow_contaminated=allow_contaminated)
+        opts = MatrixOptions(
+            out=out,
+            resume=resume,
+            runs_root=runs_root,
+            grace_s=grace,
+            allow_contaminated=allow_contaminated,
+        )
         with LiveView(console) as view:
             report = run_matrix(rec, opts, view)
         _print_report(console, report)
@@ -56,8 +64,14 @@ def _print_plan(console: object, data: dict[str, object]) -> None:
     for col in ("leg", "key", "python", "requirements", "exclude_newer", "existing"):
         legs.add_column(col)
     for leg in data["legs"]:  # type: ignore[attr-defined]
-        legs.add_row(leg["name"], leg["key"], leg["python"], " ".join(leg["requirements"]),
-                     leg["exclude_newer"] or "", leg["existing"] or "")
+        legs.add_row(
+            leg["name"],
+            leg["key"],
+            leg["python"],
+            " ".join(leg["requirements"]),
+            leg["exclude_newer"] or "",
+            leg["existing"] or "",
+        )
     console.print(legs)
     cells = Table(title="cells (in run order)", title_justify="left")
     for col in ("cell", "leg", "env", "command"):
@@ -73,13 +87,20 @@ def _print_report(console: object, report: MatrixReport) -> None:
 
     assert isinstance(console, Console)
     console.print()
-    console.print(verdict_table(report.verdict, list(report.recipe.workloads),
-                                f"{report.recipe.name}: {report.recipe.question}"))
+    console.print(
+        verdict_table(
+            report.verdict,
+            list(report.recipe.workloads),
+            f"{report.recipe.name}: {report.recipe.question}",
+        )
+    )
     console.print(f"\n[bold]Verdict.[/] {report.verdict.summary}")
     console.print(f"summary: {report.run_dir / 'summary.md'}")
     if report.interrupted:
-        console.print(f"[yellow]interrupted[/]: resume with vllmdiag matrix "
-                      f"{report.recipe.source} --resume {report.run_dir}")
+        console.print(
+            f"[yellow]interrupted[/]: resume with vllmdiag matrix "
+            f"{report.recipe.source} --resume {report.run_dir}"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -7,8 +7,14 @@ from rich.table import Table
 from vllmdiag.engine.summary import table_rows
 from vllmdiag.model.verdict import Verdict
 
-EFFECT_STYLE = {"sufficient": "bold green", "partial": "green", "ruled out": "dim",
-                "error": "bold yellow", "control": "cyan", "inert": "magenta"}
+EFFECT_STYLE = {
+    "sufficient": "bold green",
+    "partial": "green",
+    "ruled out": "dim",
+    "error": "bold yellow",
+    "control": "cyan",
+    "inert": "magenta",
+}
 
 
 def verdict_table(verdict: Verdict, workloads: list[str], title: str) -> Table:

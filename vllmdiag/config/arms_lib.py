@@ -29,7 +29,8 @@ class ArmLibrary:
             raise ConfigError(
                 f"unknown arm {name!r}",
                 where=where,
-                hint=f"did you mean {close[0]!r}? (vllmdiag arms list)" if close
+                hint=f"did you mean {close[0]!r}? (vllmdiag arms list)"
+                if close
                 else "see 'vllmdiag arms list', or define the arm inline",
             ) from None
 
@@ -59,8 +60,12 @@ def _arms_in(located: Located) -> Iterator[tuple[Arm, str]]:
     unknown = set(data) - {"family", "arms", "description"}
     if unknown:
         key = sorted(unknown)[0]
-        raise located.error((key,), f"unknown key {key!r}", key=True,
-                            hint="an arm file has 'family', 'description' and 'arms'")
+        raise located.error(
+            (key,),
+            f"unknown key {key!r}",
+            key=True,
+            hint="an arm file has 'family', 'description' and 'arms'",
+        )
     family = str(data.get("family", located.file.stem))
     for i, raw in enumerate(data["arms"]):
         if not isinstance(raw, dict):

@@ -19,7 +19,8 @@ from vllmdiag.model.recipe import Recipe
 def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
     if not path.exists():
         raise ConfigError(
-            "no such recipe file", where=str(path),
+            "no such recipe file",
+            where=str(path),
             hint="give the path of a recipe YAML, e.g. recipes/thrmma-cpu.yaml",
         )
     located = load_yaml(path)
@@ -28,11 +29,15 @@ def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
     lib = library or load_arm_library()
     data: dict[str, Any] = dict(located.data)
     data["workloads"] = _workloads(located, data)
-    data["arms"] = [_arm(located, lib, ("arms", i), raw)
-                    for i, raw in enumerate(_list(located, data, "arms"))]
-    legs = data.get("legs") if isinstance(data.get("legs"), dict) else {}
-    data["controls"] = [_control(located, lib, legs, ("controls", i), raw)
-                        for i, raw in enumerate(_list(located, data, "controls"))]
+    data["arms"] = [
+        _arm(located, lib, ("arms", i), raw) for i, raw in enumerate(_list(located, data, "arms"))
+    ]
+    raw_legs = data.get("legs")
+    legs: dict[str, Any] = raw_legs if isinstance(raw_legs, dict) else {}
+    data["controls"] = [
+        _control(located, lib, legs, ("controls", i), raw)
+        for i, raw in enumerate(_list(located, data, "controls"))
+    ]
     data["source"] = path.resolve()
     recipe: Recipe = validate(Recipe, located, data)
     return recipe
@@ -53,12 +58,17 @@ def _workloads(located: Located, data: dict[str, Any]) -> Any:
     template = data.pop("workload", None)
     if models is None:
         if template is not None:
-            raise located.error(("workload",), "'workload' is a template for 'models'",
-                                key=True, hint="add 'models', or use 'workloads' instead")
+            raise located.error(
+                ("workload",),
+                "'workload' is a template for 'models'",
+                key=True,
+                hint="add 'models', or use 'workloads' instead",
+            )
         return data.get("workloads")
     if "workloads" in data:
-        raise located.error(("models",), "give either 'models' (+ 'workload') or 'workloads'",
-                            key=True)
+        raise located.error(
+            ("models",), "give either 'models' (+ 'workload') or 'workloads'", key=True
+        )
     if not isinstance(template, dict):
         raise located.error(("models",), "'models' needs a 'workload' template", key=True)
     if isinstance(models, list):
@@ -78,15 +88,24 @@ def _arm(located: Located, lib: ArmLibrary, path: tuple[str | int, ...], raw: An
 
 
 def _control(
-    located: Located, lib: ArmLibrary, legs: dict[str, Any], path: tuple[str | int, ...],
+    located: Located,
+    lib: ArmLibrary,
+    legs: dict[str, Any],
+    path: tuple[str | int, ...],
     raw: Any,
 ) -> Arm:
     if isinstance(raw, str) and raw in legs:
-        return Arm(name=raw, leg=raw, family="control",
-                   hypothesis=f"the whole runtime stack {raw!r} instead of the baseline's")
+        return Arm(
+            name=raw,
+            leg=raw,
+            family="control",
+            hypothesis=f"the whole runtime stack {raw!r} instead of the baseline's",
+        )
     arm = _arm(located, lib, path, raw)
     if arm.leg is None:
-        raise ConfigError(f"controls.{path[-1]}: control {arm.name!r} must swap the leg",
-                          where=located.where(path),
-                          hint="a control is a whole other runtime stack: give a leg name")
+        raise ConfigError(
+            f"controls.{path[-1]}: control {arm.name!r} must swap the leg",
+            where=located.where(path),
+            hint="a control is a whole other runtime stack: give a leg name",
+        )
     return arm

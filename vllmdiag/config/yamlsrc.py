@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import types
 import typing
@@ -40,8 +41,9 @@ class Located:
                     return f"{self.file}:{line + 1}:{col + 1}"
         return f"{self.file}:1:1"
 
-    def error(self, path: Path_, message: str, *, key: bool = False, hint: str | None = None
-              ) -> ConfigError:
+    def error(
+        self, path: Path_, message: str, *, key: bool = False, hint: str | None = None
+    ) -> ConfigError:
         dotted = dotted_path(path)
         text = f"{dotted}: {message}" if dotted else message
         return ConfigError(text, where=self.where(path, key=key), hint=hint)
@@ -70,8 +72,8 @@ def _walk(node: Any, path: Path_, out: Located) -> Any:
         for k, v in node.items():
             sub = (*path, str(k))
             try:
-                out.keys[sub] = tuple(node.lc.key(k))  # type: ignore[assignment]
-                out.values[sub] = tuple(node.lc.value(k))  # type: ignore[assignment]
+                out.keys[sub] = tuple(node.lc.key(k))
+                out.values[sub] = tuple(node.lc.value(k))
             except (KeyError, TypeError):
                 pass
             result[str(k)] = _walk(v, sub, out)
@@ -80,10 +82,8 @@ def _walk(node: Any, path: Path_, out: Located) -> Any:
         items = []
         for i, v in enumerate(node):
             sub = (*path, i)
-            try:
-                out.values[sub] = tuple(node.lc.item(i))  # type: ignore[assignment]
-            except (KeyError, TypeError):
-                pass
+            with contextlib.suppress(KeyError, TypeError):
+                out.values[sub] = tuple(node.lc.item(i))
             items.append(_walk(v, sub, out))
         return items
     return node
@@ -118,8 +118,11 @@ def _describe(model: type[BaseModel], located: Located, base: Path_, err: Any) -
         name = str(loc[-1])
         allowed = fields_at(model, loc[len(base) : -1])
         close = difflib.get_close_matches(name, allowed, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else (
-            f"known keys here: {', '.join(sorted(allowed))}" if allowed else None)
+        hint = (
+            f"did you mean {close[0]!r}?"
+            if close
+            else (f"known keys here: {', '.join(sorted(allowed))}" if allowed else None)
+        )
         return located.error(loc, f"unknown key {name!r}", key=True, hint=hint)
     if kind == "missing":
         return located.error(loc[:-1], f"missing required key {loc[-1]!r}", key=True)
@@ -129,8 +132,10 @@ def _describe(model: type[BaseModel], located: Located, base: Path_, err: Any) -
 
 def _is_union_tag(part: Any) -> bool:
     # pydantic inserts the member type name into locs of union fields
-    return isinstance(part, str) and (part.startswith(("function-", "tuple[", "list[")) or
-                                      part in {"str", "int", "float", "bool", "dict"})
+    return isinstance(part, str) and (
+        part.startswith(("function-", "tuple[", "list["))
+        or part in {"str", "int", "float", "bool", "dict"}
+    )
 
 
 def fields_at(model: type[BaseModel], path: Path_) -> list[str]:

@@ -55,8 +55,7 @@ class MatrixPlan:
         return {
             "recipe": self.recipe.name,
             "question": self.recipe.question,
-            "legs": [{"name": leg.name, "key": leg.key(), **leg.identity()}
-                     for leg in self.legs],
+            "legs": [{"name": leg.name, "key": leg.key(), **leg.identity()} for leg in self.legs],
             "cells": [
                 {
                     "id": p.cell.id,
@@ -101,9 +100,22 @@ class MatrixReport:
             "run_dir": str(self.run_dir),
             "interrupted": self.interrupted,
             "cells": [
-                {k: r.to_json()[k] for k in ("id", "arm", "workload", "repeat", "outcome", "rc",
-                                               "elapsed_s", "metrics", "reason", "leg",
-                                               "root_cause")}
+                {
+                    k: r.to_json()[k]
+                    for k in (
+                        "id",
+                        "arm",
+                        "workload",
+                        "repeat",
+                        "outcome",
+                        "rc",
+                        "elapsed_s",
+                        "metrics",
+                        "reason",
+                        "leg",
+                        "root_cause",
+                    )
+                }
                 for r in self.results
             ],
             "envs": self.envs,
@@ -111,8 +123,7 @@ class MatrixReport:
         }
 
 
-def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = None
-         ) -> MatrixPlan:
+def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = None) -> MatrixPlan:
     """Every cell with its exact command, without building or running anything."""
     cache = cache or EnvCache()
     cells = planmod.expand(recipe)
@@ -121,9 +132,14 @@ def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = N
         env_path = cache.path_for(cell.leg)
         python = _python_of(cell.leg, env_path)
         out_dir = (run_dir or Path("<run>")) / "cells" / cell.id / "out"
-        argv = wlmod.render(recipe.workloads[cell.workload], name=cell.workload,
-                            flags=cell.flags, out_dir=out_dir, recipe_dir=recipe.recipe_dir,
-                            python=python)
+        argv = wlmod.render(
+            recipe.workloads[cell.workload],
+            name=cell.workload,
+            flags=cell.flags,
+            out_dir=out_dir,
+            recipe_dir=recipe.recipe_dir,
+            python=python,
+        )
         planned.append(PlannedCell(cell, argv, env_path))
     return MatrixPlan(recipe, planned, planmod.legs_needed(cells))
 
@@ -134,8 +150,7 @@ def _python_of(leg: Any, env_path: Path) -> Path:
     return env_path / "bin" / "python"
 
 
-def run_matrix(recipe: Recipe, options: MatrixOptions, observer: Observer = ignore
-               ) -> MatrixReport:
+def run_matrix(recipe: Recipe, options: MatrixOptions, observer: Observer = ignore) -> MatrixReport:
     plan(recipe, options.cache)  # validates every command before anything runs
     with file_lock(node_lock_path(), wait=False, what="the node lock"):
         return _Run(recipe, options, observer).execute()
@@ -157,9 +172,15 @@ class _Run:
     def execute(self) -> MatrixReport:
         cells = planmod.expand(self.recipe)
         resumed = self.opts.resume is not None
-        self.run.event("run_started", recipe=self.recipe.name, source=str(self.recipe.source),
-                       cells=len(cells), resumed=resumed, host=host(),
-                       executor=self.opts.executor.name)
+        self.run.event(
+            "run_started",
+            recipe=self.recipe.name,
+            source=str(self.recipe.source),
+            cells=len(cells),
+            resumed=resumed,
+            host=host(),
+            executor=self.opts.executor.name,
+        )
         self.notify(RunStarted(self.run.path, len(cells), resumed))
         self._build_legs(planmod.legs_needed(cells))
         self._hygiene()
@@ -173,13 +194,22 @@ class _Run:
                 break
             results.append(result)
         verdict = self._verdict(results)
-        report = MatrixReport(self.recipe, self.run.path, results, verdict,
-                              {k: v.to_json() for k, v in self.envs.items()}, interrupted)
+        report = MatrixReport(
+            self.recipe,
+            self.run.path,
+            results,
+            verdict,
+            {k: v.to_json() for k, v in self.envs.items()},
+            interrupted,
+        )
         from vllmdiag.engine.summary import write_summaries
 
         write_summaries(self.run, report)
-        self.run.event("run_finished", status="interrupted" if interrupted else "complete",
-                       verdict=verdict.to_json())
+        self.run.event(
+            "run_finished",
+            status="interrupted" if interrupted else "complete",
+            verdict=verdict.to_json(),
+        )
         return report
 
     def _build_legs(self, legs: Sequence[Any]) -> None:
@@ -192,20 +222,31 @@ class _Run:
                 self.run.event("env_failed", leg=leg.name, key=leg.key(), error=exc.render())
                 continue
             self.envs[leg.key()] = env
-            self.run.event("env_ready", leg=leg.name, key=leg.key(), path=str(env.path),
-                           lock_hash=env.lock_hash, reused=env.reused, stack=env.stack,
-                           gpu=env.gpu, pins=list(leg.pins))
+            self.run.event(
+                "env_ready",
+                leg=leg.name,
+                key=leg.key(),
+                path=str(env.path),
+                lock_hash=env.lock_hash,
+                reused=env.reused,
+                stack=env.stack,
+                gpu=env.gpu,
+                pins=list(leg.pins),
+            )
             self.run.write_json(f"envs/{leg.key()}.json", env.to_json())
 
     def _hygiene(self) -> None:
         findings = self.readers.hygiene(list(self.envs.values()), self.recipe)
-        self.run.write_json("manifest.json", {
-            "recipe": self.recipe.model_dump(mode="json", by_alias=True),
-            "envs": {k: v.to_json() for k, v in self.envs.items()},
-            "env_errors": self.env_errors,
-            "hygiene": findings.to_json(),
-            "executor": self.opts.executor.name,
-        })
+        self.run.write_json(
+            "manifest.json",
+            {
+                "recipe": self.recipe.model_dump(mode="json", by_alias=True),
+                "envs": {k: v.to_json() for k, v in self.envs.items()},
+                "env_errors": self.env_errors,
+                "hygiene": findings.to_json(),
+                "executor": self.opts.executor.name,
+            },
+        )
         for line in findings.lines():
             self.notify(Note("warning", line))
         if findings.contaminated and not self.opts.allow_contaminated:
@@ -217,16 +258,23 @@ class _Run:
                 "(the finding stays in the manifest)",
             )
 
-    def _cell(self, index: int, total: int, cell: planmod.CellPlan,
-              prior: CellResult | None) -> CellResult | None:
+    def _cell(
+        self, index: int, total: int, cell: planmod.CellPlan, prior: CellResult | None
+    ) -> CellResult | None:
         env = self.envs.get(cell.leg.key())
         if env is None:
             reason = self.env_errors.get(cell.leg.key(), "leg not built")
             return self._finish(index, total, _error(cell, f"leg {cell.leg.name}: {reason}"))
         out_dir = self.run.out_dir(cell.id)
         wl = self.recipe.workloads[cell.workload]
-        argv = wlmod.render(wl, name=cell.workload, flags=cell.flags, out_dir=out_dir,
-                            recipe_dir=self.recipe.recipe_dir, python=env.python)
+        argv = wlmod.render(
+            wl,
+            name=cell.workload,
+            flags=cell.flags,
+            out_dir=out_dir,
+            recipe_dir=self.recipe.recipe_dir,
+            python=env.python,
+        )
         fp = planmod.fingerprint(cell, env.lock_hash, argv, cell.workload)
         if prior is not None and prior.fingerprint == fp and prior.outcome.is_result:
             self.run.event("cell_reused", id=cell.id, fingerprint=fp)
@@ -236,15 +284,26 @@ class _Run:
         log = self.run.log_path(cell.id)
         child_env = env.child_environ(proc.clean_environ())
         child_env.update(cell.env)
-        self.run.event("cell_started", id=cell.id, arm=cell.arm, workload=cell.workload,
-                       repeat=cell.repeat, leg=cell.leg.name, argv=argv, env=cell.env,
-                       fingerprint=fp, lock_hash=env.lock_hash)
+        self.run.event(
+            "cell_started",
+            id=cell.id,
+            arm=cell.arm,
+            workload=cell.workload,
+            repeat=cell.repeat,
+            leg=cell.leg.name,
+            argv=argv,
+            env=cell.env,
+            fingerprint=fp,
+            lock_hash=env.lock_hash,
+        )
         self.notify(CellStarted(index, total, cell.id, log))
-        task = CellTask(cell.id, tuple(argv), child_env, out_dir, log, self.recipe.timeout,
-                        self.opts.grace_s)
+        task = CellTask(
+            cell.id, tuple(argv), child_env, out_dir, log, self.recipe.timeout, self.opts.grace_s
+        )
         try:
             done = self.opts.executor.run(
-                task, on_tick=lambda s: self.notify(CellTick(cell.id, s, log)))
+                task, on_tick=lambda s: self.notify(CellTick(cell.id, s, log))
+            )
         except ProcessError as exc:
             return self._finish(index, total, _error(cell, exc.render(), fp, env, argv))
         if done.interrupted:
@@ -253,8 +312,17 @@ class _Run:
         result = self._judge(cell, done.rc, done.elapsed_s, done.timed_out, fp, env, argv, log)
         return self._finish(index, total, result)
 
-    def _judge(self, cell: planmod.CellPlan, rc: int | None, elapsed: float, timed_out: bool,
-               fp: str, env: Env, argv: list[str], log: Path) -> CellResult:
+    def _judge(
+        self,
+        cell: planmod.CellPlan,
+        rc: int | None,
+        elapsed: float,
+        timed_out: bool,
+        fp: str,
+        env: Env,
+        argv: list[str],
+        log: Path,
+    ) -> CellResult:
         wl = self.recipe.workloads[cell.workload]
         specs = wlmod.specs_for(wl, self.recipe.metrics)
         metrics, missing = wlmod.extract(specs, self.run.out_dir(cell.id), log)
@@ -270,18 +338,35 @@ class _Run:
             outcome, reason = Outcome.FAIL, f"exit status {rc}"
         root = self.readers.root_cause(log) if outcome in (Outcome.FAIL, Outcome.TIMEOUT) else None
         return CellResult(
-            id=cell.id, arm=cell.arm, workload=cell.workload, repeat=cell.repeat,
-            outcome=outcome, rc=rc, elapsed_s=elapsed, metrics=metrics, fingerprint=fp,
-            reason=reason, leg=cell.leg.name, lock_hash=env.lock_hash, argv=tuple(argv),
-            root_cause=root, run_fingerprint=self.readers.run_fingerprint(log),
+            id=cell.id,
+            arm=cell.arm,
+            workload=cell.workload,
+            repeat=cell.repeat,
+            outcome=outcome,
+            rc=rc,
+            elapsed_s=elapsed,
+            metrics=metrics,
+            fingerprint=fp,
+            reason=reason,
+            leg=cell.leg.name,
+            lock_hash=env.lock_hash,
+            argv=tuple(argv),
+            root_cause=root,
+            run_fingerprint=self.readers.run_fingerprint(log),
             log_path=str(log),
         )
 
     def _finish(self, index: int, total: int, result: CellResult) -> CellResult:
         self.run.write_result(result)
-        self.run.event("cell_finished", id=result.id, outcome=result.outcome.value,
-                       rc=result.rc, elapsed_s=round(result.elapsed_s, 3),
-                       metrics=result.metrics, reason=result.reason)
+        self.run.event(
+            "cell_finished",
+            id=result.id,
+            outcome=result.outcome.value,
+            rc=result.rc,
+            elapsed_s=round(result.elapsed_s, 3),
+            metrics=result.metrics,
+            reason=result.reason,
+        )
         self.notify(CellFinished(index, total, result))
         return result
 
@@ -292,8 +377,14 @@ class _Run:
             if specs:
                 metrics[w] = MetricInfo(specs[0].name, specs[0].better)
         inert = self.readers.inert_arms(self.recipe, results, self.envs)
-        return decide(planmod.arm_infos(self.recipe), list(self.recipe.workloads), results,
-                      metrics=metrics or None, target=self.recipe.target, inert=inert)
+        return decide(
+            planmod.arm_infos(self.recipe),
+            list(self.recipe.workloads),
+            results,
+            metrics=metrics or None,
+            target=self.recipe.target,
+            inert=inert,
+        )
 
 
 def find_cell(cells: Sequence[planmod.CellPlan], cell_id: str) -> planmod.CellPlan:
@@ -301,7 +392,8 @@ def find_cell(cells: Sequence[planmod.CellPlan], cell_id: str) -> planmod.CellPl
     name (baseline, repeat 1)."""
     for cell in cells:
         if cell_id in (cell.id, f"{cell.arm}.{cell.workload}") and (
-                cell.id == cell_id or cell.repeat == 1):
+            cell.id == cell_id or cell.repeat == 1
+        ):
             return cell
         if cell_id == cell.workload and cell.arm == "baseline" and cell.repeat == 1:
             return cell
@@ -309,7 +401,8 @@ def find_cell(cells: Sequence[planmod.CellPlan], cell_id: str) -> planmod.CellPl
     raise VllmdiagError(
         f"no cell {cell_id!r} in this recipe",
         hint=f"did you mean {close[0]!r}? (vllmdiag matrix RECIPE --dry-run lists them)"
-        if close else "vllmdiag matrix RECIPE --dry-run lists the cells",
+        if close
+        else "vllmdiag matrix RECIPE --dry-run lists the cells",
     )
 
 
@@ -328,9 +421,17 @@ def run_single_cell(
         cell = replace(cell, leg=cell.leg.with_pin(pin))
     with file_lock(node_lock_path(), wait=False, what="the node lock"):
         run = _Run(recipe, options, observer)
-        run.run.event("run_started", recipe=recipe.name, source=str(recipe.source), cells=1,
-                      resumed=False, host=host(), executor=options.executor.name,
-                      single_cell=cell.id, pin=pin)
+        run.run.event(
+            "run_started",
+            recipe=recipe.name,
+            source=str(recipe.source),
+            cells=1,
+            resumed=False,
+            host=host(),
+            executor=options.executor.name,
+            single_cell=cell.id,
+            pin=pin,
+        )
         run._build_legs([cell.leg])
         result = run._cell(1, 1, cell, None)
         if result is None:
@@ -339,10 +440,24 @@ def run_single_cell(
         return result
 
 
-def _error(cell: planmod.CellPlan, reason: str, fp: str = "", env: Env | None = None,
-           argv: list[str] | None = None) -> CellResult:
+def _error(
+    cell: planmod.CellPlan,
+    reason: str,
+    fp: str = "",
+    env: Env | None = None,
+    argv: list[str] | None = None,
+) -> CellResult:
     return CellResult(
-        id=cell.id, arm=cell.arm, workload=cell.workload, repeat=cell.repeat,
-        outcome=Outcome.ERROR, rc=None, elapsed_s=0.0, fingerprint=fp, reason=reason,
-        leg=cell.leg.name, lock_hash=env.lock_hash if env else "", argv=tuple(argv or ()),
+        id=cell.id,
+        arm=cell.arm,
+        workload=cell.workload,
+        repeat=cell.repeat,
+        outcome=Outcome.ERROR,
+        rc=None,
+        elapsed_s=0.0,
+        fingerprint=fp,
+        reason=reason,
+        leg=cell.leg.name,
+        lock_hash=env.lock_hash if env else "",
+        argv=tuple(argv or ()),
     )

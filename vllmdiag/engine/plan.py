@@ -94,10 +94,13 @@ def legs_needed(cells: list[CellPlan]) -> list[LegSpec]:
 
 
 def arm_infos(recipe: Recipe) -> list[ArmInfo]:
-    out = [ArmInfo(a.name, a.kind.value, False, a.single_variable, a.describe())
-           for a in recipe.arms]
-    out += [ArmInfo(a.name, a.kind.value, True, a.single_variable, a.describe())
-            for a in recipe.controls]
+    out = [
+        ArmInfo(a.name, a.kind.value, False, a.single_variable, a.describe()) for a in recipe.arms
+    ]
+    out += [
+        ArmInfo(a.name, a.kind.value, True, a.single_variable, a.describe())
+        for a in recipe.controls
+    ]
     return out
 
 

@@ -60,8 +60,14 @@ class RunReaders:
         data: dict[str, Any] = triage.to_json()
         root = data.get("root_cause")
         if root is None:
-            return {"type": None, "message": triage.note or "no traceback in the log",
-                    "signature": None, "known": None, "next_step": None, "process": None}
+            return {
+                "type": None,
+                "message": triage.note or "no traceback in the log",
+                "signature": None,
+                "known": None,
+                "next_step": None,
+                "process": None,
+            }
         return dict(root)
 
     def run_fingerprint(self, log: Path) -> dict[str, Any] | None:
@@ -86,11 +92,13 @@ class RunReaders:
             per_leg[env.spec.name] = report.to_json()
         return HygieneSummary(per_leg)
 
-    def inert_arms(self, recipe: Recipe, results: Sequence[CellResult],
-                   envs: Mapping[str, Env]) -> dict[str, str]:
+    def inert_arms(
+        self, recipe: Recipe, results: Sequence[CellResult], envs: Mapping[str, Env]
+    ) -> dict[str, str]:
         try:
             from vllmdiag.hygiene import known_env_vars
         except ImportError:  # DEV-BRIDGE
+
             def known_env_vars(env: Env) -> frozenset[str] | None:
                 return None
 

@@ -61,13 +61,18 @@ def _details(report: MatrixReport) -> list[str]:
         out.append(f"- `{a.name}` ({a.kind}: {change}): **{a.effect.value}**: {a.detail}")
     causes = Counter(
         (r.root_cause or {}).get("signature") or (r.root_cause or {}).get("message") or ""
-        for r in report.results if r.root_cause
+        for r in report.results
+        if r.root_cause
     )
     if causes:
         out += ["", "## Root causes of failing cells", ""]
         for sig, n in causes.most_common():
-            example = next(r for r in report.results if r.root_cause and (
-                r.root_cause.get("signature") or r.root_cause.get("message") or "") == sig)
+            example = next(
+                r
+                for r in report.results
+                if r.root_cause
+                and (r.root_cause.get("signature") or r.root_cause.get("message") or "") == sig
+            )
             rc = example.root_cause or {}
             known = f" — known: {rc['known']}" if rc.get("known") else ""
             step = f"; next: `{rc['next_step']}`" if rc.get("next_step") else ""
@@ -76,19 +81,29 @@ def _details(report: MatrixReport) -> list[str]:
     if errors:
         out += ["", "## Errors (no result: the cell could not be set up)", ""]
         out += [f"- `{r.id}`: {r.reason.splitlines()[0] if r.reason else ''}" for r in errors]
-    out += ["", "## Legs", "", "| leg | path | lock | vllm | torch | python | pins |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    out += [
+        "",
+        "## Legs",
+        "",
+        "| leg | path | lock | vllm | torch | python | pins |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for env in report.envs.values():
         st = env.get("stack", {})
         torch = st.get("torch") or "—"
         if st.get("torch_cuda"):
             torch += f" (CUDA {st['torch_cuda']})"
-        out.append(f"| {env['leg']} | `{env['path']}` | `{env['lock_hash']}` | "
-                   f"{st.get('vllm') or '—'} | {torch} | {st.get('python')} | "
-                   f"{', '.join(env.get('pins', [])) or '—'} |")
+        out.append(
+            f"| {env['leg']} | `{env['path']}` | `{env['lock_hash']}` | "
+            f"{st.get('vllm') or '—'} | {torch} | {st.get('python')} | "
+            f"{', '.join(env.get('pins', [])) or '—'} |"
+        )
     if report.interrupted:
-        out += ["", "**Interrupted.** Resume with "
-                f"`vllmdiag matrix {report.recipe.source} --resume {report.run_dir}`."]
+        out += [
+            "",
+            "**Interrupted.** Resume with "
+            f"`vllmdiag matrix {report.recipe.source} --resume {report.run_dir}`.",
+        ]
     return out
 
 
@@ -97,7 +112,7 @@ def text(report: MatrixReport) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [f"{report.recipe.name}: {report.recipe.question}", ""]
     for n, r in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines += ["", report.verdict.summary]

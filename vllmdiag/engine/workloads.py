@@ -28,19 +28,16 @@ LATENCY_JSON = "latency.json"
 BUILTIN_METRICS: dict[Builtin, tuple[MetricSpec, ...]] = {
     Builtin.THROUGHPUT: (
         MetricSpec(name="tokens_per_second", json=THROUGHPUT_JSON, key="tokens_per_second"),
-        MetricSpec(name="requests_per_second", json=THROUGHPUT_JSON,
-                   key="requests_per_second"),
-        MetricSpec(name="output_tokens_per_second",
-                   regex=r"Throughput: .*?([\d.]+) output tokens/s"),
-        MetricSpec(name="elapsed_time", json=THROUGHPUT_JSON, key="elapsed_time",
-                   better="lower"),
+        MetricSpec(name="requests_per_second", json=THROUGHPUT_JSON, key="requests_per_second"),
+        MetricSpec(
+            name="output_tokens_per_second", regex=r"Throughput: .*?([\d.]+) output tokens/s"
+        ),
+        MetricSpec(name="elapsed_time", json=THROUGHPUT_JSON, key="elapsed_time", better="lower"),
     ),
     Builtin.LATENCY: (
         MetricSpec(name="avg_latency", json=LATENCY_JSON, key="avg_latency", better="lower"),
-        MetricSpec(name="p50_latency", json=LATENCY_JSON, key="percentiles.50",
-                   better="lower"),
-        MetricSpec(name="p99_latency", json=LATENCY_JSON, key="percentiles.99",
-                   better="lower"),
+        MetricSpec(name="p50_latency", json=LATENCY_JSON, key="percentiles.50", better="lower"),
+        MetricSpec(name="p99_latency", json=LATENCY_JSON, key="percentiles.99", better="lower"),
     ),
     Builtin.SMOKE: (),
 }
@@ -52,17 +49,44 @@ def template(wl: WorkloadConfig) -> list[str]:
         return shlex.split(wl.command) if isinstance(wl.command, str) else list(wl.command)
     assert wl.builtin is not None
     if wl.builtin is Builtin.THROUGHPUT:
-        return ["vllm", "bench", "throughput", "--model", "{model}", "--dataset-name", "random",
-                "--input-len", str(wl.input_len), "--output-len", str(wl.output_len),
-                "--num-prompts", str(wl.num_prompts),
-                "--output-json", "{out_dir}/" + THROUGHPUT_JSON, *wl.args, "{flags}"]
+        return [
+            "vllm",
+            "bench",
+            "throughput",
+            "--model",
+            "{model}",
+            "--dataset-name",
+            "random",
+            "--input-len",
+            str(wl.input_len),
+            "--output-len",
+            str(wl.output_len),
+            "--num-prompts",
+            str(wl.num_prompts),
+            "--output-json",
+            "{out_dir}/" + THROUGHPUT_JSON,
+            *wl.args,
+            "{flags}",
+        ]
     if wl.builtin is Builtin.LATENCY:
-        return ["vllm", "bench", "latency", "--model", "{model}",
-                "--input-len", str(wl.input_len), "--output-len", str(wl.output_len),
-                "--batch-size", str(wl.batch_size),
-                "--output-json", "{out_dir}/" + LATENCY_JSON, *wl.args, "{flags}"]
-    return ["{python}", str(probes.script("vllm_smoke")), "--model", "{model}", *wl.args,
-            "{flags}"]
+        return [
+            "vllm",
+            "bench",
+            "latency",
+            "--model",
+            "{model}",
+            "--input-len",
+            str(wl.input_len),
+            "--output-len",
+            str(wl.output_len),
+            "--batch-size",
+            str(wl.batch_size),
+            "--output-json",
+            "{out_dir}/" + LATENCY_JSON,
+            *wl.args,
+            "{flags}",
+        ]
+    return ["{python}", str(probes.script("vllm_smoke")), "--model", "{model}", *wl.args, "{flags}"]
 
 
 def render(
@@ -92,7 +116,8 @@ def render(
         except (KeyError, IndexError, ValueError) as exc:
             raise ConfigError(
                 f"workloads.{name}.command: bad placeholder in {token!r} ({exc})",
-                hint="placeholders are " + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                hint="placeholders are "
+                + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
                 + "; write {{ and }} for literal braces",
             ) from None
     if flag_tokens and "{flags}" not in template(wl):
@@ -112,8 +137,9 @@ def specs_for(wl: WorkloadConfig, recipe_metrics: Sequence[MetricSpec]) -> tuple
     return (*own, *(m for m in builtin if m.name not in names))
 
 
-def extract(specs: Sequence[MetricSpec], out_dir: Path, log: Path) -> tuple[dict[str, float],
-                                                                               list[str]]:
+def extract(
+    specs: Sequence[MetricSpec], out_dir: Path, log: Path
+) -> tuple[dict[str, float], list[str]]:
     """Values of ``specs`` and, for those not found, why (never a silent zero)."""
     found: dict[str, float] = {}
     missing: list[str] = []

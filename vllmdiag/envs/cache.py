@@ -23,7 +23,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from vllmdiag import atomic, proc, probes
+from vllmdiag import atomic, probes, proc
 from vllmdiag.envs.gpu import gpu_info
 from vllmdiag.envs.spec import LegSpec, parse_requirement
 from vllmdiag.envs.uvtool import uv, uv_run
@@ -122,10 +122,10 @@ class EnvCache:
             return env
         path = self.path_for(spec)
         with file_lock(self.root / f"{path.name}.lock", what=f"env {spec.name}"):
-            env = self._reuse(spec, path)
-            if env is not None:
+            reused = self._reuse(spec, path)
+            if reused is not None:
                 notify(EnvEvent(spec.name, "reused", str(path)))
-                return env
+                return reused
             notify(EnvEvent(spec.name, "building", " ".join(spec.requirements)))
             try:
                 env = self._build(spec, path, log)
@@ -164,8 +164,14 @@ class EnvCache:
         python = path / "bin" / "python"
         where = f"leg {spec.name}"
         try:
-            uv("venv", "--quiet", "--python", spec.python_request, path,
-               what=f"uv venv --python {spec.python_request}")
+            uv(
+                "venv",
+                "--quiet",
+                "--python",
+                spec.python_request,
+                path,
+                what=f"uv venv --python {spec.python_request}",
+            )
         except ProcessError as exc:
             raise EnvError(
                 f"cannot create a Python {spec.python_request} environment: {exc.message}",
@@ -197,8 +203,10 @@ class EnvCache:
             raise EnvError("the new environment's python does not start", where=where)
         env = self._describe(spec, path, python, reused=False, build_s=time.monotonic() - start)
         check_pins(env)
-        atomic.write_json(path / MARKER, {"schema": MARKER_SCHEMA, "key": spec.key(),
-                                           "created": _now(), **env.to_json()})
+        atomic.write_json(
+            path / MARKER,
+            {"schema": MARKER_SCHEMA, "key": spec.key(), "created": _now(), **env.to_json()},
+        )
         return env
 
     def _adopt(self, spec: LegSpec) -> Env:
@@ -291,7 +299,7 @@ def _existing_prefix(path: Path) -> Path:
 
 
 def _resolver_message(done: proc.Completed) -> str:
-    text = (done.stderr.strip() or done.stdout.strip() or f"uv exited {done.rc}")
+    text = done.stderr.strip() or done.stdout.strip() or f"uv exited {done.rc}"
     return text[-3000:]
 
 

@@ -60,9 +60,7 @@ class LegSpec:
             )
         pin = parse_requirement(requirement)
         name = canonicalize_name(pin.name)
-        kept = tuple(
-            r for r in self.requirements if canonicalize_name(Requirement(r).name) != name
-        )
+        kept = tuple(r for r in self.requirements if canonicalize_name(Requirement(r).name) != name)
         return replace(
             self,
             name=f"{self.name}+{pin.name}{pin.specifier}",

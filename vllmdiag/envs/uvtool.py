@@ -35,8 +35,9 @@ def uv_environ() -> dict[str, str]:
 
 
 def uv(*args: str | Path, timeout: float = 1800.0, what: str | None = None) -> str:
-    return proc.check_output([uv_bin(), *map(str, args)], env=uv_environ(), timeout=timeout,
-                             what=what)
+    return proc.check_output(
+        [uv_bin(), *map(str, args)], env=uv_environ(), timeout=timeout, what=what
+    )
 
 
 def uv_run(*args: str | Path, timeout: float = 1800.0) -> proc.Completed:

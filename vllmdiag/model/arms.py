@@ -102,7 +102,9 @@ class Arm(BaseModel):
             try:
                 Requirement(v)
             except InvalidRequirement as exc:
-                raise ValueError(f"honoured_by must be a requirement like 'vllm<0.14': {exc}")
+                raise ValueError(
+                    f"honoured_by must be a requirement like 'vllm<0.14': {exc}"
+                ) from None
         return v
 
     @model_validator(mode="after")

@@ -20,12 +20,16 @@ from vllmdiag.model.verdict import (
 
 
 def metric_status(cells: Sequence[CellResult], metric: str, base: Status | None) -> Status:
-    values = [c.metrics[metric] for c in cells
-              if c.outcome is Outcome.PASS and metric in c.metrics]
+    values = [c.metrics[metric] for c in cells if c.outcome is Outcome.PASS and metric in c.metrics]
     if not values:
         if any(c.outcome in (Outcome.FAIL, Outcome.TIMEOUT) for c in cells):
-            rcs = sorted({"timeout" if c.outcome is Outcome.TIMEOUT else f"rc={c.rc}"
-                          for c in cells if c.outcome.is_result})
+            rcs = sorted(
+                {
+                    "timeout" if c.outcome is Outcome.TIMEOUT else f"rc={c.rc}"
+                    for c in cells
+                    if c.outcome.is_result
+                }
+            )
             return Status("fail", " / ".join(rcs), n=0)
         state = "error" if any(c.outcome is Outcome.ERROR for c in cells) else "skipped"
         return Status(state, state if state == "error" else "—", n=0)
@@ -58,8 +62,9 @@ def decide_metric(
     base: dict[str, Status] = {}
     for w in workloads:
         m = metrics.get(w)
-        base[w] = metric_status(by.get((BASELINE, w), []), m.name, None) if m else Status(
-            "skipped", "—")
+        base[w] = (
+            metric_status(by.get((BASELINE, w), []), m.name, None) if m else Status("skipped", "—")
+        )
     controls = [a for a in arms if a.control]
     goal = target or (controls[0].name if controls else None)
     table: dict[str, dict[str, Status]] = {}
@@ -68,13 +73,15 @@ def decide_metric(
         for w in workloads:
             m = metrics.get(w)
             cells = by.get((arm.name, w), [])
-            table[arm.name][w] = metric_status(cells, m.name, base[w]) if m else Status(
-                "skipped", "—")
+            table[arm.name][w] = (
+                metric_status(cells, m.name, base[w]) if m else Status("skipped", "—")
+            )
     verdicts = []
     for arm in arms:
         effect, detail = _arm_effect(arm, workloads, metrics, base, table, goal, inert)
-        verdicts.append(ArmVerdict(arm.name, arm.kind, effect, detail, arm.single_variable,
-                                   table[arm.name]))
+        verdicts.append(
+            ArmVerdict(arm.name, arm.kind, effect, detail, arm.single_variable, table[arm.name])
+        )
     names = sorted({m.name for m in metrics.values()})
     summary = " ".join(_summary_head(base, goal, table, workloads) + _effect_sentences(verdicts))
     return Verdict("metric", base, tuple(verdicts), (), summary, ", ".join(names))
@@ -110,8 +117,9 @@ def _arm_effect(
         if improves and tgt is not None and tgt.median is not None and s.median is not None:
             gap = tgt.median - b.median
             closed = (s.median - b.median) / gap if gap else 1.0
-            reached = closed >= 1.0 or abs(s.median / tgt.median - 1) <= _noise(s.spread,
-                                                                                tgt.spread)
+            reached = closed >= 1.0 or abs(s.median / tgt.median - 1) <= _noise(
+                s.spread, tgt.spread
+            )
             per.append((w, "sufficient" if reached else "partial"))
             notes.append(f"{w} {_ratio(s)}, closes {min(closed, 9.99):.0%} of the gap to {goal}")
         elif improves:
@@ -134,17 +142,23 @@ def _ratio(s: Status) -> str:
     return f"{s.ratio:.2f}x" if s.ratio is not None else "n/a"
 
 
-def _summary_head(base: Mapping[str, Status], goal: str | None,
-                  table: Mapping[str, Mapping[str, Status]], workloads: Sequence[str]
-                  ) -> list[str]:
+def _summary_head(
+    base: Mapping[str, Status],
+    goal: str | None,
+    table: Mapping[str, Mapping[str, Status]],
+    workloads: Sequence[str],
+) -> list[str]:
     head = []
     if goal:
-        gaps = [f"{w} {_ratio(table[goal][w])}" for w in workloads
-                if table[goal][w].ratio is not None]
+        gaps = [
+            f"{w} {_ratio(table[goal][w])}" for w in workloads if table[goal][w].ratio is not None
+        ]
         if gaps:
             head.append(f"Target {goal} vs baseline: {', '.join(gaps)}.")
     unrepeated = [w for w, s in base.items() if s.n == 1]
     if unrepeated:
-        head.append("Single measurements (no repeats): spread unknown, differences under "
-                    f"{UNREPEATED_NOISE:.0%} are not called.")
+        head.append(
+            "Single measurements (no repeats): spread unknown, differences under "
+            f"{UNREPEATED_NOISE:.0%} are not called."
+        )
     return head

@@ -40,9 +40,7 @@ class LegConfig(Strict):
                 try:
                     Requirement(str(item))
                 except InvalidRequirement as exc:
-                    raise ValueError(
-                        f"requirement {i} ({item!r}) is not PEP 508: {exc}"
-                    ) from None
+                    raise ValueError(f"requirement {i} ({item!r}) is not PEP 508: {exc}") from None
         return items
 
     @field_validator("python", mode="before")
@@ -63,14 +61,16 @@ class LegConfig(Strict):
             try:
                 dt.datetime.fromisoformat(str(v).replace("Z", "+00:00"))
             except ValueError:
-                raise ValueError(f"exclude_newer must be an ISO date (2026-09-20): {v!r}")
+                raise ValueError(f"exclude_newer must be an ISO date (2026-09-20): {v!r}") from None
         return v
 
     @model_validator(mode="after")
     def _built_or_existing(self) -> LegConfig:
         if self.path is not None and (self.index_url or self.exclude_newer or self.python):
-            raise ValueError("an existing leg (path) is used as it is: python, index_url and "
-                             "exclude_newer only apply to legs vllmdiag builds")
+            raise ValueError(
+                "an existing leg (path) is used as it is: python, index_url and "
+                "exclude_newer only apply to legs vllmdiag builds"
+            )
         if self.path is None and not self.requirements:
             raise ValueError("a leg needs requirements (e.g. ['vllm==0.18.0']) or a path")
         return self

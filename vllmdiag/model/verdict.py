@@ -165,8 +165,7 @@ def _decide_pass_fail(
     for arm in arms:
         cells = {w: pass_fail_status(by.get((arm.name, w), [])) for w in workloads}
         effect, detail = _pf_effect(arm, cells, failing, base, inert)
-        verdicts.append(ArmVerdict(arm.name, arm.kind, effect, detail, arm.single_variable,
-                                   cells))
+        verdicts.append(ArmVerdict(arm.name, arm.kind, effect, detail, arm.single_variable, cells))
     summary = _pf_summary(verdicts, failing, base)
     return Verdict("pass-fail", base, tuple(verdicts), failing, summary)
 
@@ -203,8 +202,9 @@ def _pf_effect(
     return Effect.RULED_OUT, f"flips none of the {len(failing)} failing workloads"
 
 
-def _pf_summary(verdicts: Sequence[ArmVerdict], failing: Sequence[str],
-                base: Mapping[str, Status]) -> str:
+def _pf_summary(
+    verdicts: Sequence[ArmVerdict], failing: Sequence[str], base: Mapping[str, Status]
+) -> str:
     if not failing:
         errs = [w for w, s in base.items() if s.state in ("error", "skipped")]
         if errs:

@@ -30,7 +30,8 @@ def torch_cuda():
         return None
     for f in files:
         if str(f).replace("\\", "/") == "torch/version.py":
-            text = f.locate().read_text()
+            with open(f.locate(), encoding="utf-8") as fh:
+                text = fh.read()
             m = re.search(r"^cuda\s*(?::\s*\w+\s*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
             return m.group(1) if m else None
     return None

@@ -22,8 +22,11 @@ def parser():
     p = FlexibleArgumentParser(description="vllmdiag smoke check")
     p.add_argument("--prompt", default="The capital of France is")
     p.add_argument("--max-tokens", type=int, default=8)
-    p.add_argument("--no-generate", action="store_true",
-                   help="only start the engine (models that need non-text inputs)")
+    p.add_argument(
+        "--no-generate",
+        action="store_true",
+        help="only start the engine (models that need non-text inputs)",
+    )
     return EngineArgs.add_cli_args(p)
 
 
