@@ -129,7 +129,7 @@ def main(argv):
     step = module.get("vllmdiag_step")
     driven = callable(setup) and callable(step)
     prof = profile(activities=activities, with_stack=ns.with_stack, record_shapes=False)
-    if driven:
+    if driven and setup is not None and step is not None:
         with phases.range("vllmdiag:setup"):
             state = setup(list(ns.script_args))
             phases.sync()
@@ -137,7 +137,7 @@ def main(argv):
         with phases.range("vllmdiag:warmup"):
             run_steps(phases, step, state, 0, ns.warmup, None)
             phases.sync()
-        per_step = []
+        per_step: list = []
         t0 = time.perf_counter()
         with phases.range("vllmdiag:measured"):
             tokens = run_steps(phases, step, state, ns.warmup, ns.steps, per_step)
