@@ -137,7 +137,7 @@ def main(argv):
         with phases.range("vllmdiag:warmup"):
             run_steps(phases, step, state, 0, ns.warmup, None)
             phases.sync()
-        per_step: list = []
+        per_step: list[float] = []
         t0 = time.perf_counter()
         with phases.range("vllmdiag:measured"):
             tokens = run_steps(phases, step, state, ns.warmup, ns.steps, per_step)
