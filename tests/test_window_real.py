@@ -147,3 +147,13 @@ def test_python_by_path_or_version() -> None:
     assert check_python(xy) == (xy, xy)
     with pytest.raises(VllmdiagError, match=r"no Python 3\.4"):
         check_python("3.4")
+
+
+def test_static_hint_chooses_the_probes() -> None:
+    report = run_window(
+        WindowRequest("packaging", SYMBOL, versions=">=20.4,<23.1", hint=True, no_cache=True)
+    )
+    rows = {r.version: r for r in report.rows}
+    assert rows["21.3"].hint is True and rows["22.0"].hint is False
+    assert report.window == ">=20.4,<22.0"
+    assert sorted(r.version for r in report.rows if r.probed) == ["20.4", "21.3", "22.0", "23.0"]

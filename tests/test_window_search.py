@@ -135,3 +135,30 @@ def test_first_round_is_one_parallel_batch() -> None:
     oracle = Oracle([P] * 20 + [A] * 20)
     search(40, oracle)
     assert len(oracle.batches[0]) == 5  # the ends and three interior samples together
+
+
+def test_correct_hints_replace_the_samples() -> None:
+    truth = [P] * 14 + [A] * 9
+    hints: list[bool | None] = [s is P for s in truth]
+    oracle = Oracle(truth)
+    res = search(len(truth), oracle, hints=hints)
+    assert [r.status for r in res.rows] == truth
+    assert sorted(oracle.asked) == [0, 13, 14, 22]  # the ends and both sides of the change
+
+
+def test_wrong_hints_cost_probes_not_correctness() -> None:
+    truth = [P] * 14 + [A] * 9
+    hints: list[bool | None] = [True] * 5 + [False] * 18  # predicts the change at 5
+    oracle = Oracle(truth)
+    res = search(len(truth), oracle, hints=hints)
+    assert [r.status for r in res.rows] == truth
+    assert {13, 14} <= set(oracle.asked)
+
+
+def test_sparse_hints_fall_back_to_samples() -> None:
+    truth = [A] * 8 + [P] * 6 + [A] * 8
+    hints: list[bool | None] = [None] * 22
+    hints[0] = False
+    oracle = Oracle(truth)
+    res = search(len(truth), oracle, hints=hints)
+    assert [r.status for r in res.rows] == truth

@@ -37,10 +37,13 @@ def window(
     exclude_newer: str | None = typer.Option(
         None, "--exclude-newer", help="Ignore files uploaded after this date."
     ),
-    consumer: list[str] = typer.Option(  # noqa: B008
+    consumer: list[str] = typer.Option(
         [], "--consumer", help="A requirement that consumes PKG (repeatable)."
     ),
     scan: bool = typer.Option(False, "--scan", help="Probe every version, not a search."),
+    hint: bool = typer.Option(
+        False, "--hint", help="Read each wheel's source first (no install) to choose probes."
+    ),
     jobs: int = typer.Option(4, "--jobs", min=1, help="Probes at a time."),
     no_cache: bool = typer.Option(
         False, "--no-cache", help="Ignore stored probe results (uv's cache is still used)."
@@ -60,6 +63,7 @@ def window(
         scan=scan,
         jobs=jobs,
         no_cache=no_cache,
+        hint=hint,
     )
     with user_errors(), console.status("listing versions") as status:
 
@@ -70,7 +74,7 @@ def window(
                 r = event.result
                 how = "stored" if r.stored else f"{r.elapsed_s:.1f}s"
                 console.print(f"  [dim]{event.version}: {r.status.value} ({how})[/]")
-            elif event.kind == "resolve":
+            elif event.kind in ("resolve", "hint"):
                 status.update(event.detail)
 
         report = run_window(request, observe)

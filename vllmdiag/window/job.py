@@ -14,6 +14,7 @@ from vllmdiag.envs.spec import default_python, parse_requirement
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.window import consumers as cons
 from vllmdiag.window import index
+from vllmdiag.window.hint import hints
 from vllmdiag.window.model import ProbeResult, Status
 from vllmdiag.window.probe import ProbeSpec, check_python, probe_many
 from vllmdiag.window.search import SearchResult, search
@@ -35,11 +36,12 @@ class WindowRequest:
     jobs: int = 4
     no_cache: bool = False
     samples: int = 3
+    hint: bool = False  # read wheels' sources first to choose the probes
 
 
 @dataclass(frozen=True)
 class WindowEvent:
-    """``kind``: versions, probe-start, probe-done, resolve."""
+    """``kind``: versions, hint, probe-start, probe-done, resolve."""
 
     kind: str
     version: str = ""
@@ -55,6 +57,7 @@ class VersionRow:
     detail: str = ""
     elapsed_s: float = 0.0
     stored: bool = False
+    hint: bool | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -64,6 +67,7 @@ class VersionRow:
             "detail": self.detail,
             "elapsed_s": round(self.elapsed_s, 3),
             "stored": self.stored,
+            "hint": self.hint,
         }
 
 
@@ -189,8 +193,18 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
             counts["run"] += 1
         return {i: results[str(versions[i])].status for i in positions}
 
-    outcome = search(len(versions), oracle, samples=req.samples, scan=req.scan)
-    rows = tuple(_row(str(versions[r.index]), r.status, r.probed, results) for r in outcome.rows)
+    guesses: list[bool | None] | None = None
+    if req.hint and not req.scan and versions:
+        notify(WindowEvent("hint", detail="reading the wheels' sources"))
+        guesses = hints(proj.files, versions, req.symbol, python)
+    outcome = search(len(versions), oracle, samples=req.samples, scan=req.scan, hints=guesses)
+    rows = tuple(
+        replace(
+            _row(str(versions[r.index]), r.status, r.probed, results),
+            hint=guesses[r.index] if guesses else None,
+        )
+        for r in outcome.rows
+    )
     wins = tuple(
         window_specifier(versions[w.first], versions[w.end] if w.end is not None else None)
         for w in outcome.windows

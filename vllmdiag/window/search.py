@@ -63,8 +63,20 @@ class SearchResult:
     probes: int
 
 
-def search(n: int, oracle: Oracle, *, samples: int = 3, scan: bool = False) -> SearchResult:
-    """Decide presence for positions ``0 .. n-1`` with as few oracle calls as it can."""
+def search(
+    n: int,
+    oracle: Oracle,
+    *,
+    samples: int = 3,
+    scan: bool = False,
+    hints: Sequence[bool | None] | None = None,
+) -> SearchResult:
+    """Decide presence for positions ``0 .. n-1`` with as few oracle calls as it can.
+
+    ``hints`` (static guesses, None where unknown) replace the interior samples when they
+    cover at least half the positions: the first batch is then the ends and both sides
+    of every change the hints predict. Wrong hints cost probes, never correctness of a
+    boundary found, since only probes decide."""
     found: dict[int, Status] = {}
 
     def ask(positions: Sequence[int]) -> None:
@@ -79,7 +91,7 @@ def search(n: int, oracle: Oracle, *, samples: int = 3, scan: bool = False) -> S
     if scan:
         ask(range(n))
     else:
-        ask([0, n - 1, *sample_positions(n, samples)])
+        ask([0, n - 1, *first_probes(n, samples, hints)])
         while True:
             gap = _open_gap(n, found)
             if gap is None:
@@ -88,6 +100,18 @@ def search(n: int, oracle: Oracle, *, samples: int = 3, scan: bool = False) -> S
         ask(_unverified_sides(found))
     rows = infer_rows(n, found)
     return SearchResult(rows, boundaries(found), windows(rows), len(found))
+
+
+def first_probes(n: int, samples: int, hints: Sequence[bool | None] | None) -> list[int]:
+    """The interior positions of the first batch: hinted change sides, else samples."""
+    if hints is None or len(hints) != n or sum(h is not None for h in hints) * 2 < n:
+        return sample_positions(n, samples)
+    known = [(i, h) for i, h in enumerate(hints) if h is not None]
+    out: list[int] = []
+    for (a, ha), (b, hb) in itertools.pairwise(known):
+        if ha != hb:
+            out += [a, b]
+    return out
 
 
 def sample_positions(n: int, samples: int) -> list[int]:
