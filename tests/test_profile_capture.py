@@ -69,9 +69,14 @@ def test_two_legs_torch_capture_and_nsys_fallback(tmp_path: Path) -> None:
 
 def test_plain_script_runs_whole_under_the_profiler(tmp_path: Path) -> None:
     script = tmp_path / "plain.py"
-    script.write_text("import torch\nx = torch.ones(64, 64)\nfor _ in range(3):\n    x = x @ x\n")
-    res = capture("plain", PY, Workload(script=script), tmp_path / "plain", "torch")
+    script.write_text(
+        "import sys, torch\nx = torch.ones(64, 64)\nfor _ in range(3):\n    x = x @ x\n"
+        "open(sys.argv[1], 'w').write('done')\n"
+    )
+    w = Workload(script=script, script_args=("{out_dir}/marker.txt",))
+    res = capture("plain", PY, w, tmp_path / "plain", "torch")
     assert res.ok, res.reason
+    assert (res.out / "marker.txt").read_text() == "done"  # {out_dir}: the capture's dir
     meta = json.loads((res.out / "meta.json").read_text())
     assert meta["mode"] == "script"
     s = kineto.read(res.out / "trace.json.gz")

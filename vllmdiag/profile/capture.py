@@ -24,6 +24,7 @@ from vllmdiag.profile import vllm_flags
 
 BACKENDS = ("torch", "nsys", "py-spy")
 PYTHON = "{python}"  # in a workload's argv: the leg's interpreter
+OUT_DIR = "{out_dir}"  # in a workload's argv: this capture's own directory
 
 
 @dataclass(frozen=True)
@@ -75,19 +76,23 @@ def _tail(log: Path, n: int = 1500) -> str:
         return ""
 
 
+def _fill(tokens: tuple[str, ...], python: Path, out: Path) -> list[str]:
+    return [str(python) if t == PYTHON else t.replace(OUT_DIR, str(out)) for t in tokens]
+
+
 def _launcher_argv(python: Path, w: Workload, out: Path, profile: bool) -> list[str]:
     assert w.script is not None
     argv = [str(python), str(probes.script("torch_launch")), "--script", str(w.script),
             "--out", str(out), "--warmup", str(w.warmup), "--steps", str(w.steps)]  # fmt: skip
     if not profile:
         argv.append("--no-profile")
-    return [*argv, "--", *w.script_args]
+    return [*argv, "--", *_fill(w.script_args, python, out)]
 
 
-def _leg_argv(python: Path, w: Workload) -> list[str]:
-    """The command with ``{python}`` made the leg's interpreter and a bare program
-    (``vllm``) resolved inside the leg (``<env>/bin/vllm``)."""
-    argv = [str(python) if t == PYTHON else t for t in w.argv]
+def _leg_argv(python: Path, w: Workload, out: Path) -> list[str]:
+    """The command with ``{python}`` made the leg's interpreter, ``{out_dir}`` this
+    capture's directory, and a bare program (``vllm``) resolved inside the leg."""
+    argv = _fill(w.argv, python, out)
     prog = python.parent / argv[0]
     return [str(prog) if "/" not in argv[0] and prog.exists() else argv[0], *argv[1:]]
 
@@ -133,7 +138,7 @@ def capture(
             why = "the torch profiler needs a Python script or a vllm command; use nsys/py-spy"
             return _failed(leg, backend, dest, log, why, notes)
         else:
-            argv = _leg_argv(python, w)
+            argv = _leg_argv(python, w, dest)
             help_text = proc.run([*argv[:3], "--help"], env=env, timeout=300, capture=True)
             extra, extra_env, why = vllm_flags.profiler_switch(
                 help_text.stdout + help_text.stderr, dest
@@ -148,7 +153,7 @@ def capture(
         inner = (
             _launcher_argv(python, w, dest, profile=False)
             if w.script is not None
-            else _leg_argv(python, w)
+            else _leg_argv(python, w, dest)
         )
         env.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
         argv = [str(nsys), "profile", "--trace=cuda,nvtx,osrt", "--sample=none",
@@ -161,7 +166,7 @@ def capture(
         inner = (
             _launcher_argv(python, w, dest, profile=False)
             if w.script is not None
-            else _leg_argv(python, w)
+            else _leg_argv(python, w, dest)
         )
         argv = [str(spy), "record", "--nonblocking", "--subprocesses", "--format", "raw",
                 "--rate", "200", "-o", str(dest / "profile.pyspy.txt"), "--", *inner]  # fmt: skip

@@ -17,7 +17,7 @@ from vllmdiag.engine.journal import RunDir
 from vllmdiag.engine.legs import recipe_legs
 from vllmdiag.envs import EnvCache
 from vllmdiag.errors import ConfigError
-from vllmdiag.profile.capture import PYTHON, Workload
+from vllmdiag.profile.capture import OUT_DIR, PYTHON, Workload
 from vllmdiag.profile.run import Journal, LegTarget
 
 
@@ -67,7 +67,7 @@ def prepare(
         wl,
         name=workload,
         flags=recipe.baseline.flags,
-        out_dir=run.path / "workload-out",
+        out_dir=Path(OUT_DIR),  # each capture's own directory, filled in per leg
         recipe_dir=recipe.recipe_dir,
         python=Path(PYTHON),
     )
