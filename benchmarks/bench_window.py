@@ -2,7 +2,8 @@
 
 The naive way (what the seeds did by hand): for every version, a fresh ``python -m venv``,
 ``pip install PKG==V``, import, ``hasattr``. vllmdiag: ``window --no-cache`` (search,
-parallel probes, uv's download cache), then the same question again (stored results).
+parallel probes, uv's download cache), ``window --no-cache --hint`` (probes chosen from the
+wheels' sources), then the same question again (stored results).
 
 Targets: window --no-cache <= 1/5 of the naive loop, with both boundary versions probed;
 the repeat answers in under a second. Both runs go through the real CLI as a user runs it.
@@ -107,6 +108,12 @@ def main() -> None:
             window=cold["window"],
             versions=len(cold["versions"]),
             probes=len(probed),
+        )
+        hint_s, hinted = window(args, env, "--no-cache", "--hint")
+        figures.update(
+            window_hint_no_cache_s=round(hint_s, 2),
+            hint_probes=sum(v["probed"] for v in hinted["versions"]),
+            hint_same=hinted["window"] == cold["window"],
         )
         hot_s, hot = window(args, env)
         figures.update(window_stored_s=round(hot_s, 2), stored_same=hot["window"] == cold["window"])

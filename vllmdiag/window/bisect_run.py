@@ -22,7 +22,7 @@ from packaging.version import Version
 from vllmdiag import proc
 from vllmdiag.envs.cache import EnvCache
 from vllmdiag.envs.spec import LegSpec, default_python, parse_requirement
-from vllmdiag.errors import EnvError, VllmdiagError
+from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.paths import cache_root
 from vllmdiag.window import index
 from vllmdiag.window.bisect import Verdict, bisect, majority, metric_verdict, verdict_for_rc
@@ -237,7 +237,7 @@ def _run_step(
     )
     try:
         env = EnvCache().ensure(leg, log=logs / f"{version}.install.log")
-    except EnvError as exc:
+    except (EnvError, ProcessError) as exc:
         return Step(
             version,
             Verdict.SKIP,

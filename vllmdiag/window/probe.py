@@ -85,7 +85,7 @@ def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
     try:
         try:
             env = cache.ensure(spec.leg(version))
-        except EnvError as exc:
+        except (EnvError, ProcessError) as exc:  # resolver, build or broken-env failures
             return ProbeResult(
                 version, Status.INSTALL_FAILED, _short(exc.message), time.monotonic() - start
             )
