@@ -160,6 +160,7 @@ def test_attribution_two_root_causes_not_three(tmp_path: Path) -> None:
         ("cutlass-thrmma-relocation", 6),
         ("transformers-unknown-model-type", 2),
     ]
+    assert "vllm-0.18.0/gemma-4-26B/run.log" in att.groups[1].members
     # two signatures in group A (the model types differ), one in group B
     assert len(att.groups[1].signatures) == 2
     j = att.to_json()
@@ -240,3 +241,19 @@ def test_a_finished_run_is_not_called_killed(tmp_path: Path) -> None:
     t = triage_file(log)
     assert t.root_cause is None
     assert t.note is not None and t.note.startswith("no failure: the run finished")
+
+
+def test_vllmdiag_run_directory_uses_each_cells_log(tmp_path: Path) -> None:
+    for cell, src in (
+        ("0.18.0__baseline__whisper", THRMMA),
+        ("0.18.0__baseline__gemma", LOGS / "gemma4_018_chained.log"),
+    ):
+        d = tmp_path / "cells" / cell
+        d.mkdir(parents=True)
+        (d / "log.txt").write_bytes(src.read_bytes())
+        (d / "log.previous.txt").write_text("Killed\n")
+    (tmp_path / "summary.txt").write_text("Traceback (most recent call last):\nX: y\n")
+    att = attribute([tmp_path])
+    members = sorted(m for g in att.groups for m in g.members)
+    assert members == ["0.18.0__baseline__gemma", "0.18.0__baseline__whisper"]
+    assert att.unattributed == ()

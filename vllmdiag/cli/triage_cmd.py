@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.triage import Catalogue, LogTriage, log_files, triage_file
-from vllmdiag.triage.attribution import group
+from vllmdiag.triage import Catalogue, LogTriage, triage_file
+from vllmdiag.triage.attribution import group, labelled_logs
 
 
 def triage(
@@ -37,8 +37,8 @@ def triage(
     with user_errors():
         cat = Catalogue.load(catalogue)
         single = len(logs) == 1 and not logs[0].is_dir()
-        files = log_files(logs)
-        results = [triage_file(f, cat) for f in files]
+        found = labelled_logs(logs)
+        results = [triage_file(f, cat) for f, _ in found]
         out = human(as_json)
         if single:
             if as_json:
@@ -46,7 +46,7 @@ def triage(
             else:
                 _show_one(out, results[0])
             return
-        attribution = group(results)
+        attribution = group(results, {str(f): label for f, label in found})
         if as_json:
             emit_json({**attribution.to_json(), "logs": [r.to_json() for r in results]})
             return

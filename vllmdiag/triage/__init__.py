@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.triage.attribution import attribute, log_files
+from vllmdiag.triage.attribution import attribute, labelled_logs, log_files
 from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.lines import normalise
 from vllmdiag.triage.model import Attribution, Group, LogTriage, RootCause, Skipped
@@ -24,6 +24,7 @@ __all__ = [
     "RootCause",
     "Skipped",
     "attribute",
+    "labelled_logs",
     "log_files",
     "triage_file",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vllmdiag.errors import VllmdiagError
@@ -10,14 +10,28 @@ from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.model import Attribution, Group, LogTriage
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
+SKIP_NAMES = frozenset({"summary.txt"})
 
 
-def log_files(paths: Sequence[Path]) -> list[Path]:
-    """Files as given; directories expand to the logs under them, sorted."""
-    out: list[Path] = []
+def labelled_logs(paths: Sequence[Path]) -> list[tuple[Path, str]]:
+    """(file, label) for every log to triage. A file is its own label. A vllmdiag run
+    directory gives each cell's ``cells/<id>/log.txt`` labelled by the cell id (earlier
+    attempts' ``log.previous.txt`` are not the cell's outcome); any other directory gives
+    the log files under it, labelled by their path inside it."""
+    out: list[tuple[Path, str]] = []
     for p in paths:
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(LOG_SUFFIXES))
+            if (p / "cells").is_dir():
+                found = [(f, f.parent.name) for f in sorted(p.glob("cells/*/log.txt"))]
+            else:
+                found = [
+                    (f, str(f.relative_to(p)))
+                    for f in sorted(p.rglob("*"))
+                    if f.is_file()
+                    and f.name.endswith(LOG_SUFFIXES)
+                    and ".previous." not in f.name
+                    and f.name not in SKIP_NAMES
+                ]
             if not found:
                 raise VllmdiagError(
                     f"no log files under {p}",
@@ -26,7 +40,7 @@ def log_files(paths: Sequence[Path]) -> list[Path]:
                 )
             out += found
         elif p.is_file():
-            out.append(p)
+            out.append((p, str(p)))
         else:
             raise VllmdiagError(
                 "no such file or directory",
@@ -36,14 +50,21 @@ def log_files(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def group(logs: Sequence[LogTriage]) -> Attribution:
-    """Group triaged logs: by catalogue entry where known, else by signature."""
+def log_files(paths: Sequence[Path]) -> list[Path]:
+    """The files :func:`labelled_logs` picks, without their labels."""
+    return [f for f, _ in labelled_logs(paths)]
+
+
+def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) -> Attribution:
+    """Group triaged logs: by catalogue entry where known, else by signature. Members are
+    named by ``labels[log.path]`` where given, else by the log's path."""
+    name = dict(labels or {})
     buckets: dict[str, list[LogTriage]] = {}
     unattributed: list[tuple[str, str]] = []
     for log in logs:
         rc = log.root_cause
         if rc is None:
-            unattributed.append((log.path, log.note or "no root cause found"))
+            unattributed.append((name.get(log.path, log.path), log.note or "no root cause found"))
             continue
         key = f"known:{rc.known}" if rc.known else f"sig:{rc.signature}"
         buckets.setdefault(key, []).append(log)
@@ -56,7 +77,7 @@ def group(logs: Sequence[LogTriage]) -> Attribution:
             Group(
                 signature=first.signature,
                 known=first.known,
-                members=tuple(m.path for m in members),
+                members=tuple(name.get(m.path, m.path) for m in members),
                 next_step=first.next_step,
                 meaning=first.meaning,
                 signatures=sigs,
@@ -71,4 +92,6 @@ def attribute(paths: Sequence[Path], catalogue: Catalogue | None = None) -> Attr
     from vllmdiag.triage import triage_file
 
     cat = catalogue or Catalogue.load()
-    return group([triage_file(p, cat) for p in log_files(paths)])
+    found = labelled_logs(paths)
+    logs = [triage_file(f, cat) for f, _ in found]
+    return group(logs, {str(f): label for f, label in found})
