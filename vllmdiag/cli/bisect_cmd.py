@@ -9,7 +9,8 @@ from rich.table import Table
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.window.bisect import Verdict
-from vllmdiag.window.bisect_run import BisectReport, BisectRequest, Step, run_bisect
+from vllmdiag.window.bisect_journal import Step
+from vllmdiag.window.bisect_run import BisectReport, BisectRequest, run_bisect
 
 _STYLE = {Verdict.GOOD: "green", Verdict.BAD: "red", Verdict.SKIP: "yellow"}
 
@@ -20,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
 def bisect(
     pkg: str = typer.Argument(..., help="The package, extras allowed: PKG or PKG[extra]."),
-    command: list[str] = typer.Argument(  # noqa: B008
+    command: list[str] = typer.Argument(
         None, help="The check, after --: exit 0 good, 125 skip, anything else bad."
     ),
     good: str = typer.Option(..., "--good", help="A version known good."),
@@ -29,7 +30,7 @@ def bisect(
     exclude_newer: str | None = typer.Option(
         None, "--exclude-newer", help="Resolve as of this date."
     ),
-    with_: list[str] = typer.Option(  # noqa: B008
+    with_: list[str] = typer.Option(
         [], "--with", help="Another requirement for each step's env (repeatable)."
     ),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Runs per version; majority wins."),

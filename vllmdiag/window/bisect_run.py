@@ -26,10 +26,9 @@ from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.paths import cache_root
 from vllmdiag.window import index
 from vllmdiag.window.bisect import Verdict, bisect, majority, metric_verdict, verdict_for_rc
+from vllmdiag.window.bisect_journal import SCHEMA, Journal, Step
 from vllmdiag.window.probe import check_python
 from vllmdiag.window.versions import candidates, parse_date
-
-SCHEMA = 1
 
 
 @dataclass(frozen=True)
@@ -67,45 +66,6 @@ class BisectRequest:
     def key(self) -> str:
         blob = json.dumps(self.identity(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Step:
-    version: str
-    verdict: Verdict
-    rc: int | None
-    elapsed_s: float
-    rcs: tuple[int | None, ...] = ()
-    value: float | None = None
-    detail: str = ""
-    resumed: bool = False
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "version": self.version,
-            "verdict": self.verdict.value,
-            "rc": self.rc,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "rcs": list(self.rcs),
-            "value": self.value,
-            "detail": self.detail,
-            "resumed": self.resumed,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, object]) -> Step:
-        value = d.get("value")
-        rc = d.get("rc")
-        return cls(
-            version=str(d["version"]),
-            verdict=Verdict(str(d["verdict"])),
-            rc=int(rc) if isinstance(rc, int) else None,
-            elapsed_s=float(d.get("elapsed_s", 0.0)),  # type: ignore[arg-type]
-            rcs=tuple(r if isinstance(r, int) else None for r in d.get("rcs", []) or []),  # type: ignore[attr-defined]
-            value=float(value) if isinstance(value, (int, float)) else None,
-            detail=str(d.get("detail", "")),
-            resumed=True,
-        )
 
 
 @dataclass(frozen=True)
@@ -305,35 +265,3 @@ def read_metric(text: str, name: str) -> float | None:
         for m in pattern.finditer(line):
             last = float(m.group(1))
     return last
-
-
-class Journal:
-    """Append-only steps of one bisect question; refuses a journal of another schema."""
-
-    def __init__(self, directory: Path, header: dict[str, object], *, fresh: bool) -> None:
-        self.dir = directory
-        self.path = directory / "journal.jsonl"
-        self.steps: dict[str, Step] = {}
-        directory.mkdir(parents=True, exist_ok=True)
-        if fresh or not self.path.exists():
-            self.path.write_text(json.dumps({"header": header}) + "\n", encoding="utf-8")
-            return
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        head = json.loads(lines[0]) if lines else {}
-        if head.get("header", {}).get("schema") != SCHEMA:
-            raise VllmdiagError(
-                f"the bisect journal {self.path} has another schema",
-                hint="run again with --fresh to start over",
-            )
-        for line in lines[1:]:
-            try:
-                step = Step.from_json(json.loads(line))
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut short by a crash: that step runs again
-            self.steps[step.version] = step
-
-    def append(self, step: Step) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(step.to_json()) + "\n")
-            fh.flush()
-        self.steps[step.version] = step
