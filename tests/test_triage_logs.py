@@ -257,3 +257,22 @@ def test_vllmdiag_run_directory_uses_each_cells_log(tmp_path: Path) -> None:
     members = sorted(m for g in att.groups for m in g.members)
     assert members == ["0.18.0__baseline__gemma", "0.18.0__baseline__whisper"]
     assert att.unattributed == ()
+
+
+def test_cli_refusal_is_the_root_cause(tmp_path: Path) -> None:
+    from vllmdiag.hygiene import inert_flag_reason
+
+    log = tmp_path / "refused.log"
+    log.write_text(
+        "INFO 09-21 05:10:01 [__init__.py:216] Automatically detected platform cuda.\n"
+        "usage: vllm bench throughput [-h] [--backend {vllm,hf,mii,vllm-chat}]\n"
+        "vllm bench throughput: error: argument --moe-backend: invalid choice: "
+        "'flashinfer_cutedsl' (choose from 'auto', 'triton', 'cutlass')\n"
+    )
+    rc = triage_file(log).root_cause
+    assert rc is not None
+    assert rc.type == "CLI error" and rc.known == "cli-rejects-flag"
+    assert rc.process == "vllm bench throughput"
+    why = inert_flag_reason("--moe-backend flashinfer_cutedsl", rc.known, rc.message)
+    assert why is not None and "refused --moe-backend" in why
+    assert inert_flag_reason("--enforce-eager", rc.known, rc.message) is None

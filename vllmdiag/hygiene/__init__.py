@@ -3,7 +3,12 @@
 the DEBUG-logging hazard), and whether an arm took effect at all."""
 
 from vllmdiag.hygiene.doctor import doctor, known_env_vars, probe, require_clean
-from vllmdiag.hygiene.inert import inert_env_reason, inert_fingerprint_reason, inert_pin_reason
+from vllmdiag.hygiene.inert import (
+    inert_env_reason,
+    inert_fingerprint_reason,
+    inert_flag_reason,
+    inert_pin_reason,
+)
 from vllmdiag.hygiene.model import CONTAMINATED, OK, WARNING, DoctorReport, Finding
 
 __all__ = [
@@ -15,6 +20,7 @@ __all__ = [
     "doctor",
     "inert_env_reason",
     "inert_fingerprint_reason",
+    "inert_flag_reason",
     "inert_pin_reason",
     "known_env_vars",
     "probe",

@@ -50,3 +50,13 @@ def inert_pin_reason(
     if wanted.startswith("==") and got != wanted[2:]:
         return f"the pin did not hold: {requirement_name}=={got} installed, wanted {wanted}"
     return None
+
+
+def inert_flag_reason(
+    flag: str, root_cause_known: str | None, root_cause_message: str
+) -> str | None:
+    """The leg's CLI refused ``flag`` (argparse: unrecognized argument, invalid choice):
+    the arm never ran. Pass the cell's triage root cause (``known`` and ``message``)."""
+    if root_cause_known == "cli-rejects-flag" and flag.split()[0] in root_cause_message:
+        return f"this leg's vLLM CLI refused {flag}: {root_cause_message}"
+    return None

@@ -43,6 +43,9 @@ _VERSION = re.compile(
 _FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ seconds")
 
 
+_CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/]*): error: (?P<msg>.+)$")
+
+
 class _Watch:
     """What the reader notices besides tracebacks: signals and the vLLM version."""
 
@@ -52,6 +55,7 @@ class _Watch:
         self.fatal: tuple[int, str, str] | None = None
         self.version: str | None = None
         self.finished: str | None = None
+        self.cli_error: tuple[int, str, str] | None = None
 
     def feed(self, number: int, raw: bytes) -> None:
         line = normalise(raw.decode("utf-8", "replace"), number)
@@ -62,6 +66,10 @@ class _Watch:
             self.signal = self.signal or hit
             if text.startswith("Fatal Python error"):
                 self.fatal = hit
+        if self.cli_error is None and ": error: " in text and not self.parser.has_open:
+            m = _CLI_ERROR.match(text.strip())
+            if m:
+                self.cli_error = (number, m["msg"], m["prog"])
         if self.finished is None and _FINISHED.search(text):
             self.finished = text.strip()
         if self.version is None and ("version" in text or "engine (v" in text):
@@ -92,6 +100,7 @@ def triage_file(path: Path, catalogue: Catalogue | None = None) -> LogTriage:
         signal_process=signal[2] if signal else None,
         ends_mid_line=info.ends_mid_line,
         finished=watch.finished,
+        cli_error=watch.cli_error,
         lines=info.lines,
     )
     return choose(tracebacks, cat, ev, str(path))

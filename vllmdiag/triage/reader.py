@@ -23,6 +23,7 @@ MARKERS = re.compile(
     rb"|Segfault encountered|core dumped|Killed|SIGKILL|SIGSEGV|SIGABRT|SIGBUS"
     rb"|terminated by signal|exitcode=-|exit code -?(?:9|11|6|134|137|139)\b"
     rb"|LLM engine \(v|API server version|vLLM version|Throughput: |Avg latency: "
+    rb"|: error: "
 )
 
 Feed = Callable[[int, bytes], None]

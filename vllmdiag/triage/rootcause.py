@@ -58,6 +58,7 @@ class Evidence:
     ends_mid_line: bool = False
     lines: int = 0
     finished: str | None = None  # the benchmark's result line, when the run printed one
+    cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
 
 
 def is_wrapper(link: Link) -> bool:
@@ -259,6 +260,23 @@ def _without_traceback(
             f"no Python traceback; a fatal signal at line {ev.signal_line}",
         )
         return cause, f"killed by a signal: {text.strip()[:200]} (line {ev.signal_line})"
+    if ev.cli_error is not None:
+        line, msg, prog = ev.cli_error
+        sig = signature("CLI error", msg)
+        values = {"vllm_version": ev.vllm_version or "<version>"}
+        hit = cat.match(sig, f"error: {msg}", (), values)
+        cause = RootCause(
+            "CLI error",
+            msg,
+            prog,
+            sig,
+            hit.name if hit else None,
+            hit.next_step if hit else None,
+            (line, line),
+            hit.meaning if hit else None,
+            f"the command line was refused before anything ran (line {line})",
+        )
+        return cause, f"{prog} refused its arguments"
     for w in wrappers:
         m = _INNER.search(w.message)
         if m:
