@@ -11,9 +11,9 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.attribution import attribute, labelled_logs, log_files
 from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.lines import normalise
-from vllmdiag.triage.model import Attribution, Group, LogTriage, RootCause, Skipped
+from vllmdiag.triage.model import Attribution, Evidence, Group, LogTriage, RootCause, Skipped
 from vllmdiag.triage.reader import scan
-from vllmdiag.triage.rootcause import Evidence, choose
+from vllmdiag.triage.rootcause import choose
 from vllmdiag.triage.tracebacks import TracebackParser
 
 __all__ = [

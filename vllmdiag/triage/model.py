@@ -115,3 +115,17 @@ class Attribution:
             "groups": [g.to_json() for g in self.groups],
             "unattributed": [{"member": m, "note": n} for m, n in self.unattributed],
         }
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the reader saw besides tracebacks."""
+
+    vllm_version: str | None = None
+    signal_line: int | None = None
+    signal_text: str | None = None
+    signal_process: str | None = None
+    ends_mid_line: bool = False
+    lines: int = 0
+    finished: str | None = None  # the benchmark's result line, when the run printed one
+    cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse

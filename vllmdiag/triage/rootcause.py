@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from vllmdiag.triage.catalogue import Catalogue, Hit
-from vllmdiag.triage.model import LogTriage, RootCause, Skipped
+from vllmdiag.triage.fallback import without_traceback
+from vllmdiag.triage.model import Evidence, LogTriage, RootCause, Skipped
 from vllmdiag.triage.signature import signature
 from vllmdiag.triage.tracebacks import Link, Traceback
 
@@ -31,7 +31,6 @@ WRAPPER = re.compile(
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
 )
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
-_INNER = re.compile(r"Worker failed with error '(?P<inner>.*)', please check the stack trace")
 SECONDARY = frozenset(
     {
         "KeyboardInterrupt",
@@ -45,20 +44,6 @@ SECONDARY = frozenset(
         "ZMQError",
     }
 )
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the reader saw besides tracebacks."""
-
-    vllm_version: str | None = None
-    signal_line: int | None = None
-    signal_text: str | None = None
-    signal_process: str | None = None
-    ends_mid_line: bool = False
-    lines: int = 0
-    finished: str | None = None  # the benchmark's result line, when the run printed one
-    cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
 
 
 def is_wrapper(link: Link) -> bool:
@@ -159,7 +144,7 @@ def choose(
                 truncated,
                 ev.lines,
             )
-    fallback, note = _without_traceback(wrappers, ev, cat, tbs, truncated)
+    fallback, note = without_traceback(wrappers, ev, cat, bool(tbs), truncated)
     return LogTriage(
         path,
         fallback,
@@ -226,91 +211,4 @@ def _root(
         meaning=hit.meaning if hit else None,
         reason="; ".join(why),
         frames=frames,
-    )
-
-
-def _without_traceback(
-    wrappers: list[Skipped],
-    ev: Evidence,
-    cat: Catalogue,
-    tbs: Sequence[Traceback],
-    truncated: bool,
-) -> tuple[RootCause | None, str | None]:
-    if ev.signal_text is not None and ev.signal_line is not None:
-        text = ev.signal_text
-        fatal = (
-            text.split("Fatal Python error:", 1)[1].strip()
-            if "Fatal Python error:" in text
-            else text
-        )
-        kind = "Fatal Python error" if "Fatal Python error:" in text else "signal"
-        sig = signature(kind, fatal)
-        hit = cat.match(
-            sig, f"{kind}: {fatal}", (), {"vllm_version": ev.vllm_version or "<version>"}
-        )
-        cause = RootCause(
-            kind,
-            fatal,
-            ev.signal_process or "?",
-            sig,
-            hit.name if hit else None,
-            hit.next_step if hit else None,
-            (ev.signal_line, ev.signal_line),
-            hit.meaning if hit else None,
-            f"no Python traceback; a fatal signal at line {ev.signal_line}",
-        )
-        return cause, f"killed by a signal: {text.strip()[:200]} (line {ev.signal_line})"
-    if ev.cli_error is not None:
-        line, msg, prog = ev.cli_error
-        sig = signature("CLI error", msg)
-        values = {"vllm_version": ev.vllm_version or "<version>"}
-        hit = cat.match(sig, f"error: {msg}", (), values)
-        cause = RootCause(
-            "CLI error",
-            msg,
-            prog,
-            sig,
-            hit.name if hit else None,
-            hit.next_step if hit else None,
-            (line, line),
-            hit.meaning if hit else None,
-            f"the command line was refused before anything ran (line {line})",
-        )
-        return cause, f"{prog} refused its arguments"
-    for w in wrappers:
-        m = _INNER.search(w.message)
-        if m:
-            inner = m["inner"]
-            typ, _, msg = (
-                inner.partition(": ") if re.match(r"^[\w.]+: ", inner) else ("", "", inner)
-            )
-            sig = signature(typ or "WrappedError", msg)
-            hit = cat.match(sig, inner, (), {"vllm_version": ev.vllm_version or "<version>"})
-            cause = RootCause(
-                typ or "WrappedError",
-                msg,
-                w.process,
-                sig,
-                hit.name if hit else None,
-                hit.next_step if hit else None,
-                (w.line, w.line),
-                hit.meaning if hit else None,
-                "only a wrapper's quote of the error: the failing process's own "
-                "traceback is not in this log",
-            )
-            return cause, "root cause read from a wrapper's message"
-    if wrappers:
-        return None, (
-            "only wrappers found: the failing process's own output is not in this "
-            "log; capture the child's stdout and stderr (vLLM logs to stdout)"
-        )
-    if ev.finished and not tbs:
-        return None, f"no failure: the run finished and printed its results ({ev.finished[:120]})"
-    if tbs and truncated:
-        return None, "truncated: a traceback ends before its exception line"
-    if ev.ends_mid_line:
-        return None, "no traceback; the log ends mid-line (truncated, or killed while writing)"
-    return None, (
-        "no traceback: killed by a signal? (nothing in the log says why it stopped; "
-        "exit -9/137 is SIGKILL: the OOM killer or a timeout)"
     )
