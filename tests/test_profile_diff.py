@@ -117,3 +117,39 @@ def test_cli_diff_of_a_missing_path_is_a_user_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["profile", "diff", str(tmp_path / "no"), str(H200 / "sdpa")])
     assert res.exit_code == 1
     assert "no such trace file or directory" in res.output
+
+
+def test_cli_diff_of_a_profile_run_directory(tmp_path: Path) -> None:
+    import shutil
+
+    from vllmdiag.profile.capture import CaptureResult
+    from vllmdiag.profile.run import ProfileRun
+
+    caps = []
+    for name in ("eager", "graph"):
+        dest = tmp_path / name / "torch"
+        shutil.copytree(H200 / name, dest)
+        caps.append(CaptureResult(name, "torch", True, dest, ("trace.json.gz",), None, 1.0,
+                                  dest / "capture.log"))  # fmt: skip
+    why = "no nsys on PATH or in the leg"
+    nsys_dir = tmp_path / "graph" / "nsys"
+    caps.append(CaptureResult("graph", "nsys", False, nsys_dir, (), why, 0.0, nsys_dir / "log"))
+    (tmp_path / "profile.json").write_text(json.dumps(ProfileRun(tmp_path, tuple(caps)).to_json()))
+    res = CliRunner().invoke(app, ["profile", "diff", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert [leg_["name"] for leg_ in data["legs"]] == ["eager", "graph"]
+    assert (tmp_path / "diff" / "summary.md").exists()
+
+
+def test_issue_spelling_of_multi_value_options() -> None:
+    from vllmdiag.cli.profile_cmd import _expand_multi
+
+    args = ["r.yaml", "--legs", "a", "b", "-c", "torch", "py-spy", "--top", "3"]
+    assert _expand_multi(args) == [
+        "r.yaml", "--legs", "a", "--legs", "b", "-c", "torch", "-c", "py-spy", "--top", "3",
+    ]  # fmt: skip
+    # a script's own arguments after -- are left alone
+    assert _expand_multi(["capture", "--", "--legs", "x", "y"]) == [
+        "capture", "--", "--legs", "x", "y",
+    ]  # fmt: skip

@@ -29,30 +29,42 @@ class _ProfileGroup(TyperGroup):
     """``profile RECIPE ...`` runs the hidden ``run`` command; named commands as usual."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        args = _expand_multi(args)
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["run", *_expand_legs(args)]
+            args = ["run", *args]
         return super().parse_args(ctx, args)
 
 
-def _expand_legs(args: list[str]) -> list[str]:
-    """``--legs A B`` (as the issue spells it) → ``--legs A --legs B``."""
+_MULTI = ("--legs", "--capture", "-c")
+
+
+def _expand_multi(args: list[str]) -> list[str]:
+    """``--legs A B`` and ``--capture torch py-spy`` (as the issue spells them) →
+    one option per value; nothing after ``--`` (a script's own arguments) is touched."""
     out: list[str] = []
     i = 0
     while i < len(args):
-        if args[i] == "--legs":
+        tok = args[i]
+        if tok == "--":
+            return [*out, *args[i:]]
+        if tok in _MULTI:
             i += 1
             while i < len(args) and not args[i].startswith("-"):
-                out += ["--legs", args[i]]
+                out += [tok, args[i]]
                 i += 1
             continue
-        out.append(args[i])
+        out.append(tok)
         i += 1
     return out
 
 
 profile_app = typer.Typer(
     cls=_ProfileGroup,
-    help="Profile one workload on two legs and diff where the GPU time went.",
+    help="Profile one workload on two legs and diff where the GPU time went.\n\n"
+    "vllmdiag profile RECIPE --legs A B [--workload W] [--capture torch|nsys|py-spy ...]"
+    " captures a recipe's workload on two of its legs, serially, into one run directory "
+    "and diffs them; 'capture' does the same for existing environments; 'diff' compares "
+    "two captures (run directories, Kineto .json/.json.gz, nsys .sqlite, py-spy raw).",
     no_args_is_help=True,
 )
 
