@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -83,7 +82,8 @@ def test_existing_env_is_adopted_untouched(tmp_path: Path) -> None:
         cache.ensure(LegSpec("gone", existing=tmp_path / "nowhere"))
 
 
-def test_leg_cli_build_and_show(tmp_path: Path) -> None:
+def test_leg_cli_build_and_show(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLMDIAG_CACHE", str(tmp_path / "own-cache"))
     recipe = tmp_path / "r.yaml"
     recipe.write_text(
         "name: legs\nquestion: q\nlegs:\n  a: {requirements: [packaging==21.3]}\n"
@@ -102,4 +102,3 @@ def test_leg_cli_build_and_show(tmp_path: Path) -> None:
     assert json.loads(shown.stdout)["legs"][0]["built"] is True
     bad = runner.invoke(app, ["leg", "show", str(recipe), "nwer"])
     assert bad.exit_code == 1 and "did you mean 'newer'" in bad.output
-    shutil.rmtree(tmp_path / "unused", ignore_errors=True)

@@ -307,7 +307,7 @@ def test_cpu_reproduction_names_the_pin_as_the_one_sufficient_arm(tmp_path: Path
 
 @pytest.mark.network
 def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
-    from vllmdiag.engine.matrix import run_single_cell
+    from vllmdiag.engine.single_cell import run_single_cell
 
     rec = load_recipe(REPO / "recipes/thrmma-cpu.yaml")
     good = run_single_cell(

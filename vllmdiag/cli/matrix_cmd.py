@@ -11,7 +11,8 @@ from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.cli.tables import verdict_table
 from vllmdiag.config import load_recipe
-from vllmdiag.engine.matrix import MatrixOptions, MatrixReport, plan, run_matrix
+from vllmdiag.engine.matrix import MatrixOptions, MatrixReport, run_matrix
+from vllmdiag.engine.matrix_plan import plan
 
 
 def matrix(

@@ -14,14 +14,25 @@ from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.paths import data_dir
+
+
+def resolve_recipe_path(path: Path) -> Path:
+    """A path as given, else a recipe shipped with vllmdiag by name (``thrmma-cpu``)."""
+    if path.exists() or path.parent != Path("."):
+        return path
+    bundled = data_dir("recipes") / (path.name if path.suffix else f"{path.name}.yaml")
+    return bundled if bundled.exists() else path
 
 
 def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
+    path = resolve_recipe_path(path)
     if not path.exists():
         raise ConfigError(
             "no such recipe file",
             where=str(path),
-            hint="give the path of a recipe YAML, e.g. recipes/thrmma-cpu.yaml",
+            hint="give the path of a recipe YAML (e.g. recipes/thrmma-cpu.yaml) or the name "
+            "of a shipped one (thrmma-cpu, silent4, moe_backend_235b)",
         )
     located = load_yaml(path)
     if not isinstance(located.data, dict):

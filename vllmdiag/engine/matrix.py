@@ -8,9 +8,8 @@ process groups. Each finished cell's result is written atomically before the nex
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,48 +27,16 @@ from vllmdiag.engine.events import (
 )
 from vllmdiag.engine.executor import CellTask, Executor, LocalExecutor
 from vllmdiag.engine.journal import RunDir, host
+from vllmdiag.engine.matrix_plan import plan
 from vllmdiag.engine.readers import RunReaders
 from vllmdiag.envs.cache import Env, EnvCache
+from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.locks import file_lock
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import MetricInfo, Verdict, decide
 from vllmdiag.paths import node_lock_path
-
-
-@dataclass(frozen=True)
-class PlannedCell:
-    cell: planmod.CellPlan
-    argv: list[str]
-    env_path: Path
-
-
-@dataclass(frozen=True)
-class MatrixPlan:
-    recipe: Recipe
-    cells: list[PlannedCell]
-    legs: list[Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "recipe": self.recipe.name,
-            "question": self.recipe.question,
-            "legs": [{"name": leg.name, "key": leg.key(), **leg.identity()} for leg in self.legs],
-            "cells": [
-                {
-                    "id": p.cell.id,
-                    "arm": p.cell.arm,
-                    "workload": p.cell.workload,
-                    "repeat": p.cell.repeat,
-                    "leg": p.cell.leg.name,
-                    "env_path": str(p.env_path),
-                    "env": p.cell.env,
-                    "argv": p.argv,
-                }
-                for p in self.cells
-            ],
-        }
 
 
 @dataclass
@@ -123,40 +90,15 @@ class MatrixReport:
         }
 
 
-def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = None) -> MatrixPlan:
-    """Every cell with its exact command, without building or running anything."""
-    cache = cache or EnvCache()
-    cells = planmod.expand(recipe)
-    planned = []
-    for cell in cells:
-        env_path = cache.path_for(cell.leg)
-        python = _python_of(cell.leg, env_path)
-        out_dir = (run_dir or Path("<run>")) / "cells" / cell.id / "out"
-        argv = wlmod.render(
-            recipe.workloads[cell.workload],
-            name=cell.workload,
-            flags=cell.flags,
-            out_dir=out_dir,
-            recipe_dir=recipe.recipe_dir,
-            python=python,
-        )
-        planned.append(PlannedCell(cell, argv, env_path))
-    return MatrixPlan(recipe, planned, planmod.legs_needed(cells))
-
-
-def _python_of(leg: Any, env_path: Path) -> Path:
-    if leg.existing is not None and not Path(leg.existing).is_dir():
-        return Path(leg.existing)
-    return env_path / "bin" / "python"
-
-
 def run_matrix(recipe: Recipe, options: MatrixOptions, observer: Observer = ignore) -> MatrixReport:
     plan(recipe, options.cache)  # validates every command before anything runs
     with file_lock(node_lock_path(), wait=False, what="the node lock"):
-        return _Run(recipe, options, observer).execute()
+        return MatrixRun(recipe, options, observer).execute()
 
 
-class _Run:
+class MatrixRun:
+    """One run directory being filled: legs, hygiene, cells, verdict."""
+
     def __init__(self, recipe: Recipe, options: MatrixOptions, observer: Observer) -> None:
         self.recipe = recipe
         self.opts = options
@@ -182,13 +124,13 @@ class _Run:
             executor=self.opts.executor.name,
         )
         self.notify(RunStarted(self.run.path, len(cells), resumed))
-        self._build_legs(planmod.legs_needed(cells))
+        self.build_legs(planmod.legs_needed(cells))
         self._hygiene()
         prior = self.run.finished() if resumed else {}
         results: list[CellResult] = []
         interrupted = False
         for index, cell in enumerate(cells, start=1):
-            result = self._cell(index, len(cells), cell, prior.get(cell.id))
+            result = self.run_cell(index, len(cells), cell, prior.get(cell.id))
             if result is None:
                 interrupted = True
                 break
@@ -212,7 +154,7 @@ class _Run:
         )
         return report
 
-    def _build_legs(self, legs: Sequence[Any]) -> None:
+    def build_legs(self, legs: Sequence[LegSpec]) -> None:
         for leg in legs:
             log = self.run.path / "envs" / f"{leg.key()}.log"
             try:
@@ -258,7 +200,7 @@ class _Run:
                 "(the finding stays in the manifest)",
             )
 
-    def _cell(
+    def run_cell(
         self, index: int, total: int, cell: planmod.CellPlan, prior: CellResult | None
     ) -> CellResult | None:
         env = self.envs.get(cell.leg.key())
@@ -385,59 +327,6 @@ class _Run:
             target=self.recipe.target,
             inert=inert,
         )
-
-
-def find_cell(cells: Sequence[planmod.CellPlan], cell_id: str) -> planmod.CellPlan:
-    """A cell by full id (``r1.baseline.w``), ``arm.workload`` (repeat 1) or a workload
-    name (baseline, repeat 1)."""
-    for cell in cells:
-        if cell_id in (cell.id, f"{cell.arm}.{cell.workload}") and (
-            cell.id == cell_id or cell.repeat == 1
-        ):
-            return cell
-        if cell_id == cell.workload and cell.arm == "baseline" and cell.repeat == 1:
-            return cell
-    close = difflib.get_close_matches(cell_id, [c.id for c in cells], n=1)
-    raise VllmdiagError(
-        f"no cell {cell_id!r} in this recipe",
-        hint=f"did you mean {close[0]!r}? (vllmdiag matrix RECIPE --dry-run lists them)"
-        if close
-        else "vllmdiag matrix RECIPE --dry-run lists the cells",
-    )
-
-
-def run_single_cell(
-    recipe: Recipe,
-    cell_id: str,
-    options: MatrixOptions,
-    *,
-    pin: str | None = None,
-    observer: Observer = ignore,
-) -> CellResult:
-    """Run one cell of ``recipe`` (optionally on its leg with ``pin`` added) into its own
-    run directory ``options.out``: what ``vllmdiag bisect --recipe --cell`` checks."""
-    cell = find_cell(planmod.expand(recipe), cell_id)
-    if pin is not None:
-        cell = replace(cell, leg=cell.leg.with_pin(pin))
-    with file_lock(node_lock_path(), wait=False, what="the node lock"):
-        run = _Run(recipe, options, observer)
-        run.run.event(
-            "run_started",
-            recipe=recipe.name,
-            source=str(recipe.source),
-            cells=1,
-            resumed=False,
-            host=host(),
-            executor=options.executor.name,
-            single_cell=cell.id,
-            pin=pin,
-        )
-        run._build_legs([cell.leg])
-        result = run._cell(1, 1, cell, None)
-        if result is None:
-            raise KeyboardInterrupt
-        run.run.event("run_finished", status="complete")
-        return result
 
 
 def _error(

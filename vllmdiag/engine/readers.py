@@ -11,10 +11,13 @@ from typing import Any
 
 from vllmdiag.engine import plan as planmod
 from vllmdiag.envs.cache import Env
+from vllmdiag.fingerprint import fingerprint_file
+from vllmdiag.hygiene import doctor, known_env_vars
 from vllmdiag.model.inert import ArmEvidence, inert_reason, unknown_env_vars
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import BASELINE
+from vllmdiag.triage import triage_file
 
 #: Flag rejections and env warnings sit near the start of a log; a crash near its end.
 _HEAD = 256 * 1024
@@ -51,10 +54,6 @@ class HygieneSummary:
 
 class RunReaders:
     def root_cause(self, log: Path) -> dict[str, Any] | None:
-        try:
-            from vllmdiag.triage import triage_file
-        except ImportError:  # DEV-BRIDGE
-            return None
 
         triage = triage_file(log)
         data: dict[str, Any] = triage.to_json()
@@ -71,19 +70,11 @@ class RunReaders:
         return dict(root)
 
     def run_fingerprint(self, log: Path) -> dict[str, Any] | None:
-        try:
-            from vllmdiag.fingerprint import fingerprint_file
-        except ImportError:  # DEV-BRIDGE
-            return None
 
         fp: dict[str, Any] = fingerprint_file(log).to_json()
         return fp
 
     def hygiene(self, envs: Sequence[Env], recipe: Recipe) -> HygieneSummary:
-        try:
-            from vllmdiag.hygiene import doctor
-        except ImportError:  # DEV-BRIDGE
-            return HygieneSummary()
 
         run_env = dict(recipe.baseline.env)
         per_leg = {}
@@ -95,12 +86,6 @@ class RunReaders:
     def inert_arms(
         self, recipe: Recipe, results: Sequence[CellResult], envs: Mapping[str, Env]
     ) -> dict[str, str]:
-        try:
-            from vllmdiag.hygiene import known_env_vars
-        except ImportError:  # DEV-BRIDGE
-
-            def known_env_vars(env: Env) -> frozenset[str] | None:
-                return None
 
         by_arm: dict[str, list[CellResult]] = {}
         for r in results:
