@@ -185,3 +185,18 @@ def test_vllm_profiler_switch_follows_help(tmp_path: Path) -> None:
     assert env["VLLM_TORCH_PROFILER_DIR"] == str(tmp_path)
     with pytest.raises(VllmdiagError, match="neither"):
         vllm_flags.profiler_switch("usage: vllm serve", tmp_path)
+
+
+def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
+    from vllmdiag.profile.capture import CaptureResult
+    from vllmdiag.profile.run import _window_warnings
+
+    _, _, new_why = vllm_flags.profiler_switch(NEW_HELP, tmp_path)
+    _, _, old_why = vllm_flags.profiler_switch(OLD_HELP, tmp_path)
+
+    def cap(leg_: str, why: str) -> CaptureResult:
+        return CaptureResult(leg_, "torch", True, tmp_path, (), None, 1.0, tmp_path, (why,))
+
+    assert _window_warnings([cap("a", new_why), cap("b", new_why)]) == ()
+    (w,) = _window_warnings([cap("a", new_why), cap("b", old_why)])
+    assert "switched on differently" in w and "VLLM_TORCH_PROFILER_DIR" in w

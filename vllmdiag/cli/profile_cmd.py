@@ -303,6 +303,8 @@ def _capture_and_diff(
     console = human(as_json)
     run = profile_legs(legs, workload, out, capture, observer=_observer(console),
                        journal=journal)  # fmt: skip
+    for w in run.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
     result = _diff_run(run, top, console)
     if as_json:
         emit_json(result)

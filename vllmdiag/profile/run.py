@@ -32,6 +32,7 @@ class LegTarget:
 class ProfileRun:
     out: Path
     captures: tuple[CaptureResult, ...]
+    warnings: tuple[str, ...] = ()
 
     def leg_dir(self, leg: str, backend: str) -> Path | None:
         for c in self.captures:
@@ -40,7 +41,7 @@ class ProfileRun:
         return None
 
     def to_json(self) -> dict[str, object]:
-        return {"schema": SCHEMA, "out": str(self.out),
+        return {"schema": SCHEMA, "out": str(self.out), "warnings": list(self.warnings),
                 "captures": [c.to_json() for c in self.captures]}  # fmt: skip
 
 
@@ -96,9 +97,22 @@ def profile_legs(
                 todo.insert(0, "torch")  # fall back, and say so in the journal
                 note("capture_fallback", {"leg": leg.name, "from": "nsys", "to": "torch",
                                           "reason": res.reason})  # fmt: skip
-    run = ProfileRun(out, tuple(results))
+    warnings = _window_warnings(results)
+    for w in warnings:
+        note("warning", {"message": w})
+    run = ProfileRun(out, tuple(results), warnings)
     atomic.write_json(out / "profile.json", run.to_json())
     return run
+
+
+def _window_warnings(results: Sequence[CaptureResult]) -> tuple[str, ...]:
+    """vLLM legs whose profiler could not be given the same captured window."""
+    how = {c.leg: c.notes for c in results if c.backend == "torch" and c.ok and c.notes}
+    if len(set(how.values())) > 1:
+        detail = "; ".join(f"{leg}: {' '.join(n)}" for leg, n in how.items())
+        return (f"the legs' profilers were switched on differently ({detail}): the captured "
+                "windows may differ, compare per-step figures",)  # fmt: skip
+    return ()
 
 
 def load_run(path: Path) -> dict[str, object] | None:
