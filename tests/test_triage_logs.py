@@ -276,3 +276,15 @@ def test_cli_refusal_is_the_root_cause(tmp_path: Path) -> None:
     why = inert_flag_reason("--moe-backend flashinfer_cutedsl", rc.known, rc.message)
     assert why is not None and "refused --moe-backend" in why
     assert inert_flag_reason("--enforce-eager", rc.known, rc.message) is None
+
+
+def test_tensor_parallel_ranks_first_rank_to_fail_wins() -> None:
+    t = triage_file(LOGS / "tp_ranks_interleaved.log")
+    rc = t.root_cause
+    assert rc is not None
+    assert rc.process == "VllmWorker rank=3 pid=36103"
+    assert rc.known == "cuda-illegal-memory-access"
+    assert rc.message == "CUDA error: an illegal memory access was encountered"
+    # three ranks + the engine's wrapper (logged and printed again: counted once)
+    assert t.tracebacks == 4
+    assert len(t.wrappers) == 1

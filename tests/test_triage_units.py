@@ -60,6 +60,19 @@ from vllmdiag.triage.signature import mask, signature
         ),
         ("(Worker (TP1)) ERROR 09-21 12:34:56 [core.py:1] x", "Worker (TP1)", "ERROR", "x"),
         (
+            "(VllmWorker rank=2 pid=36130) ERROR 08-21 08:26:21 [multiproc_executor.py:546] y",
+            "VllmWorker rank=2 pid=36130",
+            "ERROR",
+            "y",
+        ),
+        (
+            "Feb 22 06:35:27 node-7 env[2827]: (EngineCore_DP0 pid=2827) ERROR 02-22 06:35:27 "
+            "[core.py:946] z",
+            "EngineCore_DP0 pid=2827",
+            "ERROR",
+            "z",
+        ),
+        (
             "Traceback (most recent call last):\r",
             "main",
             None,

@@ -71,7 +71,7 @@ class Traceback:
         raw one has the multiprocessing frames on top, so compare the innermost)."""
         return (
             self.process,
-            tuple((k.type, k.message, tuple(f.file for f in k.frames[-3:])) for k in self.links),
+            tuple((k.type, k.message, k.frames[-1].file if k.frames else "") for k in self.links),
         )
 
 
