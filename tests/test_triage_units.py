@@ -136,3 +136,61 @@ def test_200_mb_log_streams_in_flat_memory(tmp_path: Path) -> None:
     assert out["lines"] == 200 * block.count(b"\n") + fixture.read_bytes().count(b"\n")
     assert out["grew_kib"] < 32 * 1024, out  # a few MiB of buffers, not the file
     assert out["peak_kib"] < 200 * 1024, out
+
+
+def test_catalogue_arms_exist_in_the_arm_library() -> None:
+    from vllmdiag.config import load_arm_library
+    from vllmdiag.triage import Catalogue
+
+    names = {a.name for a in load_arm_library()}
+    cat = Catalogue.load(use_env=False)
+    assert len(cat.entries) >= 15
+    for entry in cat.entries:
+        assert set(entry.arms) <= names, (entry.name, entry.arms)
+        assert entry.next_step and entry.meaning
+
+
+@pytest.mark.parametrize(
+    ("text", "known"),
+    [
+        (
+            "AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma'",
+            "cutlass-thrmma-relocation",
+        ),
+        (
+            "AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a per-layer attribute and may "
+            "vary across layers. Access it via the individual layer configs instead",
+            "transformers-per-layer-head-dim",
+        ),
+        (
+            "AttributeError: module 'flashinfer.comm.mnnvl' has no attribute 'IpcSocket'",
+            "flashinfer-ipcsocket-missing",
+        ),
+        ("ValueError: input_features contains inconsistent shapes", "whisper-inconsistent-shapes"),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "cuda-out-of-memory",
+        ),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+            "unhandled cuda error",
+            "nccl-failure",
+        ),
+        (
+            "ValueError: The checkpoint you are trying to load has model type `glm_moe_dsa` but "
+            "Transformers does not recognize this architecture.",
+            "transformers-unknown-model-type",
+        ),
+        (
+            "NotImplementedError: FlashInferCutlass does not support quantization scheme "
+            "QuantKey(f8e4m3fn)",
+            "moe-backend-refuses-quantization",
+        ),
+    ],
+)
+def test_catalogue_knows_the_seeds_errors(text: str, known: str) -> None:
+    from vllmdiag.triage import Catalogue
+
+    typ, _, msg = text.partition(": ")
+    hit = Catalogue.load(use_env=False).match(signature(typ, msg), text)
+    assert hit is not None and hit.name == known
