@@ -13,6 +13,7 @@ from typing import Any
 
 from vllmdiag.profile import families, phases
 from vllmdiag.profile.leg import LegProfile
+from vllmdiag.profile.timeline import KernelStat
 
 WORK_TOLERANCE = 0.02  # legs whose step or token counts differ more than this: warn
 
@@ -36,6 +37,8 @@ class KernelRow:
     b_count: int
     delta_us: float
     share: float | None
+    a_mean_us: float | None = None
+    b_mean_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,22 @@ def _leg_json(leg: LegProfile) -> dict[str, Any]:
         "output_tokens": leg.output_tokens,
         "wall_us": leg.wall_us,
         "sources": list(leg.sources),
+        "top_kernels": [
+            {
+                "name": k.name,
+                "family": k.family,
+                "count": k.count,
+                "total_us": k.total_us,
+                "mean_us": k.total_us / k.count if k.count else None,
+            }
+            for k in kernel_table(leg)
+        ],
     }
+
+
+def kernel_table(leg: LegProfile, n: int = 20) -> list[KernelStat]:
+    """A leg's own kernel table: the ``n`` kernels with the most GPU time."""
+    return sorted(leg.kernels.values(), key=lambda k: (-k.total_us, k.name))[:n]
 
 
 def _share(part: float, total: float) -> float | None:
@@ -145,7 +163,20 @@ def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
     rows = []
     for key in ka.keys() | kb.keys():
         (ta, ca), (tb, cb) = ka.get(key, (0.0, 0)), kb.get(key, (0.0, 0))
-        rows.append(KernelRow(key[1], key[0], ta, tb, ca, cb, tb - ta, _share(tb - ta, delta)))
+        rows.append(
+            KernelRow(
+                key[1],
+                key[0],
+                ta,
+                tb,
+                ca,
+                cb,
+                tb - ta,
+                _share(tb - ta, delta),
+                ta / ca if ca else None,
+                tb / cb if cb else None,
+            )
+        )
     rows.sort(key=lambda r: (-abs(r.delta_us), r.name))
     warnings = _warnings(a, b)
     per_step = (_per(a.gpu_time_us, a.step_count), _per(b.gpu_time_us, b.step_count))

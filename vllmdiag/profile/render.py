@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vllmdiag import atomic
 from vllmdiag.profile import families
-from vllmdiag.profile.diff import Diff
+from vllmdiag.profile.diff import Diff, kernel_table
 from vllmdiag.profile.pyspy import FrameRow
 
 COLOURS = {
@@ -94,6 +94,15 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
             f"| `{_short(k.name)}` | {k.family} | {k.a_count} | {k.b_count} | {_ms(k.a_us)} "
             f"| {_ms(k.b_us)} | {_dms(k.delta_us)} | {_share(k.share)} |"
         )
+    for leg in (a, b):
+        lines += ["", f"## Kernel table: {leg.name}", "",
+                  "| kernel | family | count | total ms | mean µs |",
+                  "|---|---|---:|---:|---:|"]  # fmt: skip
+        for ks in kernel_table(leg, 12):
+            lines.append(
+                f"| `{_short(ks.name, 90)}` | {ks.family} | {ks.count} | "
+                f"{_ms(ks.total_us)} | {ks.total_us / max(1, ks.count):.1f} |"
+            )
     if d.phases:
         lines += ["", "## Phases", "",
                   "| phase | steps A | steps B | A ms/step | B ms/step | change "
