@@ -6,6 +6,7 @@ entries are tried before the bundled ones, so it can refine or override them.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -96,7 +97,23 @@ class Catalogue:
 
 
 def load_file(path: Path) -> list[Entry]:
-    """Parse one catalogue file; a mistake raises :class:`ConfigError` at file:line."""
+    """Parse one catalogue file; a mistake raises :class:`ConfigError` at file:line.
+    Parsed files are kept while unchanged (a matrix triages many logs)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        stat = None
+    if stat is not None:
+        return list(_load_cached(path.resolve(), stat.st_mtime_ns, stat.st_size))
+    return list(_parse(path))
+
+
+@functools.lru_cache(maxsize=16)
+def _load_cached(path: Path, _mtime: int, _size: int) -> tuple[Entry, ...]:
+    return tuple(_parse(path))
+
+
+def _parse(path: Path) -> list[Entry]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
