@@ -154,3 +154,25 @@ def test_profile_recipe_legs(tmp_path: Path) -> None:
     assert (out / "a" / "torch" / "trace.json.gz").exists()
     bad = CliRunner().invoke(app, ["profile", str(recipe), "--legs", "a", "c"])
     assert bad.exit_code == 1 and "neither a leg nor an arm" in bad.output
+
+
+def test_vllm_step_spellings_in_a_real_torch_trace(tmp_path: Path) -> None:
+    """record_function ranges named as vLLM's workers name them, through torch.profiler."""
+    script = tmp_path / "steps.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.profiler import record_function\n"
+        "x = torch.ones(32, 32)\n"
+        "names = ['execute_context_2(1024)_generation_0(0)'] + "
+        "['execute_context_0(0)_generation_8(8)'] * 5 + "
+        "['execute_context_1(4)_generation_60(60)']\n"
+        "for n in names:\n"
+        "    with record_function(n):\n"
+        "        y = x @ x\n"
+    )
+    res = capture("steps", PY, Workload(script=script), tmp_path / "steps", "torch")
+    assert res.ok, res.reason
+    s = kineto.read(res.out / "trace.json.gz")
+    kinds = [st.kind for st in s.steps]
+    assert kinds == ["prefill-heavy"] + ["decode-only"] * 5 + ["mixed"]
+    assert [st.output_tokens for st in s.steps] == [0, 8, 8, 8, 8, 8, 60]
