@@ -200,3 +200,31 @@ def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
     assert _window_warnings([cap("a", new_why), cap("b", new_why)]) == ()
     (w,) = _window_warnings([cap("a", new_why), cap("b", old_why)])
     assert "switched on differently" in w and "VLLM_TORCH_PROFILER_DIR" in w
+
+
+def test_decode_regression_recipe_is_a_ready_profile_run(tmp_path: Path) -> None:
+    from vllmdiag.config import load_recipe
+    from vllmdiag.engine import workloads
+    from vllmdiag.profile.capture import OUT_DIR, PYTHON, Workload, _leg_argv
+
+    path = Path(__file__).resolve().parent.parent / "recipes" / "decode_regression_235b.yaml"
+    recipe = load_recipe(path)
+    assert set(recipe.legs) == {"v0.18", "v0.26"}
+    assert "vllm==0.18.0" in recipe.legs["v0.18"].requirements
+    assert "vllm==0.26.0" in recipe.legs["v0.26"].requirements
+    wl = recipe.workloads["image"]
+    argv = workloads.render(wl, name="image", flags=recipe.baseline.flags,
+                            out_dir=Path(OUT_DIR), recipe_dir=recipe.recipe_dir,
+                            python=Path(PYTHON))  # fmt: skip
+    assert argv[:3] == ["vllm", "bench", "throughput"]
+    assert "random-mm" in argv and "--tensor-parallel-size" in argv
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "4"
+    # rendered per leg: the leg's own vllm, this capture's directory, and the profiler
+    leg_bin = tmp_path / "bin"
+    leg_bin.mkdir()
+    (leg_bin / "vllm").write_text("")
+    filled = _leg_argv(leg_bin / "python", Workload(argv=tuple(argv)), tmp_path / "cap")
+    assert filled[0] == str(leg_bin / "vllm")
+    assert f"{tmp_path / 'cap'}/throughput.json" in filled
+    extra, _, _ = vllm_flags.profiler_switch(NEW_HELP, tmp_path / "cap")
+    assert "--profiler-config" in extra
