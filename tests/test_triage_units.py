@@ -115,9 +115,18 @@ def test_200_mb_log_streams_in_flat_memory(tmp_path: Path) -> None:
     )
     block = filler * (1_048_576 // len(filler))
     fixture = Path(__file__).parent / "fixtures" / "logs" / "b200_018_whisper_thrmma.log"
+    middle = (
+        b"Exception in thread Thread-3 (_report_usage_worker):\n"
+        b"Traceback (most recent call last):\n"
+        b'  File "/v/vllm/usage/usage_lib.py", line 218, in _report_usage_once\n'
+        b"    info = cpuinfo.get_cpu_info()\n"
+        b"json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
+    )
     with open(log, "wb") as fh:
-        for _ in range(200):
+        for i in range(200):
             fh.write(block)
+            if i == 99:
+                fh.write(middle)  # a harmless traceback far from either end
         fh.write(fixture.read_bytes())
     code = (
         "import resource, sys, json\n"
@@ -127,13 +136,16 @@ def test_200_mb_log_streams_in_flat_memory(tmp_path: Path) -> None:
         "t = triage_file(Path(sys.argv[1]))\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "print(json.dumps({'known': t.root_cause.known, 'lines': t.lines,"
+        " 'benign': [b.line for b in t.benign],"
         " 'grew_kib': after - before, 'peak_kib': after}))\n"
     )
     done = proc.run([sys.executable, "-c", code, str(log)], capture=True, timeout=300)
     assert done.ok, done.stderr
     out = json.loads(done.stdout)
     assert out["known"] == "cutlass-thrmma-relocation"
-    assert out["lines"] == 200 * block.count(b"\n") + fixture.read_bytes().count(b"\n")
+    per_block = block.count(b"\n")
+    assert out["lines"] == 200 * per_block + 5 + fixture.read_bytes().count(b"\n")
+    assert out["benign"] == [100 * per_block + 5]
     assert out["grew_kib"] < 32 * 1024, out  # a few MiB of buffers, not the file
     assert out["peak_kib"] < 200 * 1024, out
 
@@ -194,3 +206,22 @@ def test_catalogue_knows_the_seeds_errors(text: str, known: str) -> None:
     typ, _, msg = text.partition(": ")
     hit = Catalogue.load(use_env=False).match(signature(typ, msg), text)
     assert hit is not None and hit.name == known
+
+
+def test_signal_at_the_end_of_a_long_log(tmp_path: Path) -> None:
+    from vllmdiag.triage import triage_file
+
+    log = tmp_path / "long.log"
+    line = b"(EngineCore_DP0 pid=7) INFO 09-21 03:12:13 [loggers.py:123] Engine 000: Avg\n"
+    with open(log, "wb") as fh:
+        fh.write(
+            b"(EngineCore_DP0 pid=7) INFO 09-21 03:12:09 [core.py:77] Initializing a V1 "
+            b"LLM engine (v0.26.0) with config: model='m'\n"
+        )
+        fh.write(line * (48 * 2**20 // len(line)))  # well past both edge windows
+        fh.write(b"(EngineCore_DP0 pid=7) Fatal Python error: Aborted\n")
+    t = triage_file(log)
+    assert t.vllm_version == "0.26.0"
+    assert t.root_cause is not None
+    assert (t.root_cause.type, t.root_cause.message) == ("Fatal Python error", "Aborted")
+    assert t.root_cause.known == "native-crash"

@@ -189,7 +189,7 @@ def fingerprint_file(path: Path) -> Fingerprint:
         _apply(out, normalise(raw.decode("utf-8", "replace"), number).text)
 
     try:
-        scan(path, feed, lambda: False, MARKERS)
+        scan(path, feed, lambda: False, MARKERS, anywhere=None)
     except OSError as exc:
         raise VllmdiagError(
             f"cannot read the log: {exc.strerror or exc}",

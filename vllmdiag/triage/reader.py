@@ -1,14 +1,21 @@
 """Stream a log in blocks and hand only the lines that matter to a callback.
 
-Most of a vLLM log is progress lines no triage needs. A block without a marker (a
-traceback start, a signal, a version line) is skipped with one C-level regex search and a
-newline count; inside a block, lines are handed over one by one only from a marker on and
-for as long as the consumer says it is in the middle of something (an open traceback).
-Memory stays flat: one block plus one carried partial line, whatever the file size.
+Most of a vLLM log is progress lines no triage needs. A block without a marker is
+skipped with C-level searches and a newline count; inside a block, lines are handed over
+one by one only from a marker on and for as long as the consumer says it is in the middle
+of something (an open traceback). Memory stays flat: one block plus one carried partial
+line, whatever the file size.
+
+Where to look for what: a traceback can be anywhere, so its start is searched in every
+block (a plain substring search, ~0.3 s/GiB). Everything else (signals, the version line,
+a refused command line, the result line) sits at the start or the end of a run's log, so
+the full marker regex (an alternation, ~10 s/GiB) runs only on the first and last
+``EDGE`` bytes.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +33,10 @@ MARKERS = re.compile(
     rb"|: error: "
 )
 
+#: Searched in every block: what can sit in the middle of a long log.
+ANYWHERE = (b"Traceback (most recent call last)", b"Fatal Python error")
+EDGE = 16 << 20
+
 Feed = Callable[[int, bytes], None]
 
 
@@ -42,14 +53,17 @@ def scan(
     feed: Feed,
     busy: Callable[[], bool],
     markers: re.Pattern[bytes] = MARKERS,
+    anywhere: tuple[bytes, ...] | None = ANYWHERE,
 ) -> ScanInfo:
     """Call ``feed(line_number, raw_line)`` (1-based numbers) for the lines that hold a
-    ``markers`` match (plus a few lines of context before each), and for every line while
-    ``busy()`` is true."""
-    state = _State(feed, busy, markers)
+    marker (plus a few lines of context before each), and for every line while ``busy()``
+    is true. ``markers`` applies within ``EDGE`` bytes of either end; in between only the
+    ``anywhere`` literals are searched (None: ``markers`` everywhere)."""
+    state = _State(feed, busy, markers, anywhere)
     size = 0
     last = b""
     with open(path, "rb") as fh:
+        total = os.fstat(fh.fileno()).st_size
         carry = b""
         while True:
             data = fh.read(BLOCK)
@@ -57,6 +71,7 @@ def scan(
                 break
             size += len(data)
             last = data[-1:]
+            state.edge = size - len(data) - len(carry) < EDGE or size > total - EDGE
             buf = carry + data if carry else data
             cut = buf.rfind(b"\n")
             if cut == -1:
@@ -74,28 +89,38 @@ def scan(
                 state.cut += 1
                 carry = b""
         if carry:
+            state.edge = True
             state.block(carry + b"\n")
     return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut)
 
 
 class _State:
-    def __init__(self, feed: Feed, busy: Callable[[], bool], markers: re.Pattern[bytes]) -> None:
+    def __init__(
+        self,
+        feed: Feed,
+        busy: Callable[[], bool],
+        markers: re.Pattern[bytes],
+        anywhere: tuple[bytes, ...] | None,
+    ) -> None:
         self.feed = feed
         self.busy = busy
         self.markers = markers
+        self.anywhere = anywhere
+        self.edge = True
         self.lineno = 0  # lines fully consumed before the current block
         self.cut = 0
 
     def block(self, block: bytes) -> None:
         """``block`` ends with a newline. Hand over what matters, count the rest."""
         pos, base, end = 0, self.lineno, len(block)
-        feed, busy, search = self.feed, self.busy, self.markers.search
+        feed, busy = self.feed, self.busy
+        find = self._regex if self.edge or self.anywhere is None else self._literals
         while pos < end:
             if not busy():
-                m = search(block, pos)
-                if m is None:
+                at = find(block, pos)
+                if at < 0:
                     break
-                prev = block.rfind(b"\n", pos, m.start())
+                prev = block.rfind(b"\n", pos, at)
                 ctx = prev + 1 if prev != -1 else pos
                 for _ in range(CONTEXT):
                     if ctx <= pos:
@@ -110,3 +135,12 @@ class _State:
             feed(base, line if len(line) <= MAX_LINE else line[:MAX_LINE])
             pos = nl + 1
         self.lineno += block.count(b"\n")
+
+    def _regex(self, block: bytes, pos: int) -> int:
+        m = self.markers.search(block, pos)
+        return m.start() if m else -1
+
+    def _literals(self, block: bytes, pos: int) -> int:
+        assert self.anywhere is not None
+        hits = [i for i in (block.find(lit, pos) for lit in self.anywhere) if i >= 0]
+        return min(hits) if hits else -1
