@@ -12,6 +12,7 @@ Each child reports its wall time and peak RSS. Targets: 1 GB in under 30 s on on
 peak memory under 200 MB.
 
     python benchmarks/bench_triage.py [--size-mb 1024] [--keep PATH] [--skip-naive]
+        [--warn-every N]
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _tb(prefix: str, frames: list[str], exc: str) -> list[str]:
     return [*lines, prefix + exc]
 
 
-def generate(path: Path, size_mb: int) -> None:
+def generate(path: Path, size_mb: int, warn_every: int = 64) -> None:
     usage = [
         "Exception in thread Thread-3 (_report_usage_worker):",
         *_tb(
@@ -92,7 +93,7 @@ def generate(path: Path, size_mb: int) -> None:
             fh.write(block)
             written += len(block)
             n += 1
-            if n % 64 == 0:
+            if n % warn_every == 0:
                 fh.write(("\n".join(warn) + "\n").encode())
         fh.write(("\n".join(real + wrap) + "\n").encode())
 
@@ -140,10 +141,16 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--keep", type=Path, help="write the log here and keep it")
     ap.add_argument("--skip-naive", action="store_true")
+    ap.add_argument(
+        "--warn-every",
+        type=int,
+        default=64,
+        help="a warning logged with a stack every N blocks of ~4 MiB (1: dense)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         log = args.keep or Path(tmp) / "big.log"
-        generate(log, args.size_mb)
+        generate(log, args.size_mb, args.warn_every)
         size = log.stat().st_size / 2**20
         print(f"log: {size:,.0f} MiB")
         ours = child(VLLMDIAG, log)
