@@ -176,3 +176,27 @@ def test_vllm_step_spellings_in_a_real_torch_trace(tmp_path: Path) -> None:
     kinds = [st.kind for st in s.steps]
     assert kinds == ["prefill-heavy"] + ["decode-only"] * 5 + ["mixed"]
     assert [st.output_tokens for st in s.steps] == [0, 8, 8, 8, 8, 8, 60]
+
+
+def test_nsys_that_cannot_finalize_leaves_no_result(tmp_path: Path) -> None:
+    """The lent H200's nsys wrote a .qdstrm and no report; a stand-in program does the
+    same here, so the handling of that case is exercised where nsys is absent."""
+    bin_dir = tmp_path / "leg" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(PY)
+    nsys = bin_dir / "nsys"
+    nsys.write_text(
+        "#!/bin/sh\n"
+        'while [ "$1" != "-o" ]; do shift; done\n'
+        'echo partial > "$2.qdstrm"\n'
+        "echo 'Importer error: cannot finalize report' >&2\n"
+        "exit 1\n"
+    )
+    nsys.chmod(0o755)
+    res = capture("h200", bin_dir / "python", _work(), tmp_path / "out", "nsys")
+    assert not res.ok
+    assert "could not finalize a report" in (res.reason or "")
+    assert "cannot finalize" in (res.reason or "")
+    assert not list(res.out.glob("*.qdstrm")) and not list(res.out.glob("*.sqlite"))
+    assert (res.out / "failed" / "report.qdstrm").exists()
+    assert (res.out / "FAILED.txt").read_text().startswith("nsys wrote report.qdstrm")
