@@ -64,13 +64,15 @@ def doctor_cmd(
     ] = False,
     as_json: bool = JsonOption,
 ) -> None:
-    """Check a leg for what changes vLLM behind a recipe's back: plugins in the vllm.*
-    entry-point groups (vllm-omni), a `vllm` script owned by another distribution,
-    flashinfer-jit-cache / -cubin not matching flashinfer-python, other processes on the
-    GPUs, and DEBUG logging with usage stats on.
+    """Check a leg for what changes vLLM behind a recipe's back.
 
-    Exit status: 0 clean, 2 contaminated (a matrix refuses such a leg unless overridden),
-    1 on a usage error."""
+    Checks: plugins in the vllm.* entry-point groups (vllm-omni), a `vllm` script owned
+    by another distribution, flashinfer-jit-cache / -cubin not matching
+    flashinfer-python, other processes on the GPUs, DEBUG logging with usage stats on.
+
+    Exit status: 0 clean, 2 contaminated (a matrix refuses such a leg unless
+    overridden), 1 on a usage error.
+    """
     with user_errors():
         run_env = _env_pairs(env or [])
         out = human(as_json)

@@ -30,14 +30,17 @@ def fingerprint(
     ],
     as_json: bool = JsonOption,
 ) -> None:
-    """What a run actually did, read from its log: vLLM version, attention backend (and
-    the multimodal encoder's), MoE backend, prepare/finalize class and SM split, KV cache
-    tokens and max concurrency, chunked prefill, CUDA graphs or eager, encoder cache
-    budget, OMP_NUM_THREADS, unknown-variable warnings, plugins.
+    """What a run actually did, read from its log; or how two runs differ.
 
-    ``vllmdiag fingerprint LOG`` shows one run; ``vllmdiag fingerprint diff A B`` prints
-    same / different / missing per field (missing: a log does not say, so nothing is
-    ruled out by it)."""
+    Fields: vLLM version, attention backend (and the multimodal encoder's), MoE backend,
+    prepare/finalize class and SM split, KV cache tokens, max concurrency, chunked
+    prefill, CUDA graphs or eager, encoder cache budget, OMP_NUM_THREADS,
+    unknown-variable warnings, plugins.
+
+    `vllmdiag fingerprint LOG` shows one run.
+    `vllmdiag fingerprint diff A B` prints same / different / missing per field
+    (missing: a log does not say, so nothing is ruled out by it).
+    """
     with user_errors():
         if args[0] == "diff" and not (len(args) == 1 and Path("diff").is_file()):
             if len(args) != 3:

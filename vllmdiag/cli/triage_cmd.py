@@ -29,11 +29,13 @@ def triage(
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:
-    """Name the root cause of a failed run: the original exception in the process that
-    failed first, not the wrappers the parent raises nor harmless tracebacks.
+    """Name the root cause of a failed run, or group many runs by root cause.
 
-    One file: its root cause, the wrappers skipped and why. Several files or a directory:
-    the attribution table (root-cause groups, their members and the next step)."""
+    The root cause is the original exception in the process that failed first, not the
+    wrappers the parent raises nor tracebacks that did not end the run.
+    One file: its root cause, its signature, the catalogue's meaning and next step, and
+    the wrappers skipped. Several files or a directory: the attribution table.
+    """
     with user_errors():
         cat = Catalogue.load(catalogue)
         single = len(logs) == 1 and not logs[0].is_dir()
