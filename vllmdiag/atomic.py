@@ -18,6 +18,7 @@ def write_text(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for everyone who reads runs
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
