@@ -75,6 +75,7 @@ def test_no_traceback_says_killed_by_a_signal() -> None:
     assert t.root_cause is None
     assert t.tracebacks == 0
     assert t.note is not None and "killed by a signal" in t.note
+    assert "it stops at: 'Encoder cache will be initialized with a budget of 16384" in t.note
 
 
 def test_segfault_is_named_from_the_fatal_error_line() -> None:

@@ -101,6 +101,7 @@ def triage_file(path: Path, catalogue: Catalogue | None = None) -> LogTriage:
         ends_mid_line=info.ends_mid_line,
         finished=watch.finished,
         cli_error=watch.cli_error,
+        last_line=normalise(info.last_line.decode("utf-8", "replace"), info.lines).text.strip(),
         lines=info.lines,
     )
     return choose(tracebacks, cat, ev, str(path))

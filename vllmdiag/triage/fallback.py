@@ -68,9 +68,12 @@ def without_traceback(
         return None, f"no failure: the run finished and printed its results ({ev.finished[:120]})"
     if any_traceback and truncated:
         return None, "truncated: a traceback ends before its exception line"
+    stop = f"; it stops at: {ev.last_line[:160]!r}" if ev.last_line else ""
     if ev.ends_mid_line:
-        return None, "no traceback; the log ends mid-line (truncated, or killed while writing)"
+        return None, (
+            f"no traceback; the log ends mid-line (truncated, or killed while writing){stop}"
+        )
     return None, (
         "no traceback: killed by a signal? (nothing in the log says why it stopped; "
-        "exit -9/137 is SIGKILL: the OOM killer or a timeout)"
+        f"exit -9/137 is SIGKILL: the OOM killer or a timeout){stop}"
     )

@@ -128,4 +128,5 @@ class Evidence:
     ends_mid_line: bool = False
     lines: int = 0
     finished: str | None = None  # the benchmark's result line, when the run printed one
+    last_line: str = ""  # the log's last non-blank line (normalised)
     cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse

@@ -46,6 +46,7 @@ class ScanInfo:
     size: int
     ends_mid_line: bool
     cut_lines: int
+    last_line: bytes = b""  # the last non-blank line, where a log that just stops stopped
 
 
 def scan(
@@ -91,7 +92,7 @@ def scan(
         if carry:
             state.edge = True
             state.block(carry + b"\n")
-    return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut)
+    return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut, state.last_line)
 
 
 class _State:
@@ -107,6 +108,7 @@ class _State:
         self.markers = markers
         self.anywhere = anywhere
         self.edge = True
+        self.last_line = b""
         self.lineno = 0  # lines fully consumed before the current block
         self.cut = 0
 
@@ -135,6 +137,9 @@ class _State:
             feed(base, line if len(line) <= MAX_LINE else line[:MAX_LINE])
             pos = nl + 1
         self.lineno += block.count(b"\n")
+        tail = block.rstrip()
+        if tail:
+            self.last_line = tail[tail.rfind(b"\n") + 1 :][:MAX_LINE]
 
     def _regex(self, block: bytes, pos: int) -> int:
         m = self.markers.search(block, pos)
