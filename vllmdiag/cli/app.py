@@ -7,8 +7,17 @@ import sys
 import typer
 
 from vllmdiag import __version__
-from vllmdiag.cli import arms_cmd, bisect_cmd, leg_cmd, matrix_cmd, profile_cmd, window_cmd
-from vllmdiag.cli import doctor_cmd, fingerprint_cmd, triage_cmd
+from vllmdiag.cli import (
+    arms_cmd,
+    bisect_cmd,
+    doctor_cmd,
+    fingerprint_cmd,
+    leg_cmd,
+    matrix_cmd,
+    profile_cmd,
+    triage_cmd,
+    window_cmd,
+)
 
 app = typer.Typer(
     name="vllmdiag",
