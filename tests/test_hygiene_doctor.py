@@ -201,3 +201,22 @@ def test_cli_doctor(tmp_path: Path) -> None:
 def test_cli_env_must_be_pairs(tmp_path: Path, bad: str) -> None:
     res = CliRunner().invoke(app, ["doctor", str(tmp_path), "--env", bad])
     assert res.exit_code == 1
+
+
+def test_cli_doctor_recipe_form(tmp_path: Path) -> None:
+    leg = _leg(tmp_path, "recipe-omni", omni=True)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "name: hygiene-check\n"
+        "question: is the leg clean?\n"
+        "legs:\n"
+        f"  omni:\n    path: {leg.path}\n"
+        "baseline:\n  leg: omni\n"
+        "workloads:\n  w:\n    command: ['{python}', '-c', 'pass']\n"
+    )
+    res = CliRunner().invoke(app, ["doctor", str(recipe), "omni", "--no-gpu", "--json"])
+    assert res.exit_code == 2, res.output
+    data = json.loads(res.stdout)
+    assert data["leg"] == "omni" and data["contaminated"] is True
+    res = CliRunner().invoke(app, ["doctor", str(recipe), "nope", "--no-gpu"])
+    assert res.exit_code == 1
