@@ -55,11 +55,11 @@ def prepare(
             hint=f"workloads: {', '.join(names)}",
         )
     wl = recipe.workloads[workload]
+    specs = [recipe_legs(recipe, name)[0] for name in legs]  # all names checked first
     run = RunDir.create(f"profile-{recipe.name}", out=out, runs_root=runs_root)
     cache = EnvCache()
     targets = []
-    for name in legs:
-        spec = recipe_legs(recipe, name)[0]
+    for name, spec in zip(legs, specs, strict=True):
         say(f"leg {name}: preparing environment")
         env = cache.ensure(spec, log=run.path / f"env-{name}.log")
         targets.append(LegTarget(name, env.python))
