@@ -289,3 +289,16 @@ def test_tensor_parallel_ranks_first_rank_to_fail_wins() -> None:
     # three ranks + the engine's wrapper (logged and printed again: counted once)
     assert t.tracebacks == 4
     assert len(t.wrappers) == 1
+
+
+def test_a_handled_error_is_not_the_root_cause(tmp_path: Path) -> None:
+    log = tmp_path / "plugin.log"
+    log.write_text(
+        "ERROR 09-21 03:12:00 [__init__.py:50] Failed to load plugin omni\n"
+        "ERROR 09-21 03:12:00 [__init__.py:50] Traceback (most recent call last):\n"
+        'ERROR 09-21 03:12:00 [__init__.py:50]   File "/v/vllm/plugins/__init__.py", line 48\n'
+        "ERROR 09-21 03:12:00 [__init__.py:50] ModuleNotFoundError: No module named 'omni'\n"
+        + THRMMA.read_text()
+    )
+    rc = triage_file(log).root_cause
+    assert rc is not None and rc.known == "cutlass-thrmma-relocation"

@@ -31,6 +31,12 @@ WRAPPER = re.compile(
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
 )
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
+#: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
+#: one request): a root cause only when nothing else is.
+HANDLED = re.compile(
+    r"Failed to load plugin|Error in (?:chat completion|completion|preprocessing)"
+    r"|Error in loading|Failed to (?:import|register)"
+)
 SECONDARY = frozenset(
     {
         "KeyboardInterrupt",
@@ -127,7 +133,8 @@ def choose(
                 wrappers.append(_skipped(tb, k, "a wrapper the parent raises; the cause is above"))
         if root is None:
             continue
-        bucket = secondary if root.short_type in SECONDARY else primary
+        handled = HANDLED.search(tb.header) is not None
+        bucket = secondary if root.short_type in SECONDARY or handled else primary
         bucket.append((tb, root))
     for bucket, label in ((primary, ""), (secondary, "follow-on"), (threads, "thread")):
         if bucket:
@@ -194,8 +201,8 @@ def _root(
         why.append(f"{n_benign} harmless traceback(s) skipped")
     if label == "follow-on":
         why.append(
-            "only follow-on errors found (interrupt, closed pipe); the real cause "
-            "may be missing from this log"
+            "only follow-on or handled errors found (interrupt, closed pipe, a plugin or "
+            "request error vLLM went on from); the real cause may be missing from this log"
         )
     if label == "thread":
         why.append("only background-thread tracebacks found; taking the first")
