@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
@@ -213,7 +212,6 @@ def test_catalogue_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("VLLMDIAG_CATALOGUE", str(extra))
     rc = triage_file(THRMMA).root_cause
     assert rc is not None and rc.known == "env-entry"
-    del os.environ["VLLMDIAG_CATALOGUE"]
 
 
 def test_cli_json_single_and_directory(tmp_path: Path) -> None:
