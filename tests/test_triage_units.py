@@ -198,6 +198,19 @@ def test_catalogue_arms_exist_in_the_arm_library() -> None:
             "QuantKey(f8e4m3fn)",
             "moe-backend-refuses-quantization",
         ),
+        (
+            "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+            "multiprocessing, you must use the 'spawn' start method",
+            "cuda-reinit-in-forked-subprocess",
+        ),
+        (
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError",
+            "torch-compile-failure",
+        ),
+        (
+            "ImportError: libcudart.so.13: cannot open shared object file: No such file",
+            "missing-shared-library",
+        ),
     ],
 )
 def test_catalogue_knows_the_seeds_errors(text: str, known: str) -> None:
