@@ -144,7 +144,7 @@ def test_unknown_index_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
 def test_python_by_path_or_version() -> None:
     xy = f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert check_python(sys.executable) == (xy, sys.executable)
-    assert check_python(xy) == (xy, xy)
+    assert check_python(xy) == (xy, sys.executable)  # ours: no search needed
     with pytest.raises(VllmdiagError, match=r"no Python 3\.4"):
         check_python("3.4")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from vllmdiag import probes, proc
 from vllmdiag.envs.cache import EnvCache
-from vllmdiag.envs.spec import LegSpec
+from vllmdiag.envs.spec import LegSpec, default_python
 from vllmdiag.envs.uvtool import uv
 from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.window.model import ProbeResult, Status
@@ -51,7 +52,9 @@ class ProbeSpec:
 def check_python(python: str) -> tuple[str, str]:
     """``(X.Y, request)`` for ``--python``: an X.Y that uv finds here, or the path of an
     interpreter (for one uv cannot discover, e.g. behind pyenv shims). A clear error if
-    there is none."""
+    there is none. The interpreter running vllmdiag needs no search: it is given by path."""
+    if python == default_python():
+        return python, sys.executable
     if "/" in python:
         done = proc.run(
             [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
