@@ -220,3 +220,41 @@ def test_cli_doctor_recipe_form(tmp_path: Path) -> None:
     assert data["leg"] == "omni" and data["contaminated"] is True
     res = CliRunner().invoke(app, ["doctor", str(recipe), "nope", "--no-gpu"])
     assert res.exit_code == 1
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_real_vllm_and_vllm_omni_wheels(tmp_path: Path) -> None:
+    """vLLM 0.18.0's own wheel (installed without its dependencies: only its files
+    matter here), then the real vllm-omni plugin next to it."""
+    from vllmdiag.hygiene import inert_env_reason
+
+    venv = tmp_path / "vllm-0.18"
+    uv("venv", "--quiet", "--python", PY, venv, what="uv venv")
+    py = venv / "bin" / "python"
+    uv("pip", "install", "--quiet", "--python", py, "--no-deps", "vllm==0.18.0", what="install")
+    env = EnvCache().ensure(LegSpec(name="vllm-0.18", existing=venv))
+    known = known_env_vars(env)
+    assert known is not None and len(known) > 150
+    assert "VLLM_LOGGING_LEVEL" in known and "VLLM_NO_USAGE_STATS" in known
+    # removed before 0.18: an arm setting it does nothing on this leg
+    assert "VLLM_ATTENTION_BACKEND" not in known
+    assert inert_env_reason("VLLM_ATTENTION_BACKEND", known, []) is not None
+    clean = doctor(env, check_gpu=False)
+    assert not clean.contaminated, clean.reasons()
+    assert clean.vllm == "0.18.0"
+    uv(
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        py,
+        "--no-deps",
+        "vllm-omni==0.30.0",
+        what="install",
+    )
+    env = EnvCache().ensure(LegSpec(name="vllm-0.18-omni", existing=venv))
+    dirty = doctor(env, check_gpu=False)
+    assert dirty.contaminated
+    assert {f.code for f in dirty.findings if f.severity == "contaminated"} == {"plugin"}
+    assert "vllm-omni registers vllm.general_plugins:" in dirty.reasons()[0]
