@@ -97,13 +97,14 @@ def render(console: Console, report: WindowReport) -> None:
             f"{row.elapsed_s:.1f}s" if row.probed and not row.stored else "",
             _first_line(row.detail),
         )
-    console.print(table)
     if not report.rows:
         console.print("[yellow]no candidate versions[/] (check --versions, --pre, --python)")
     elif report.window:
+        console.print(table)
         more = f" (all windows: {' | '.join(report.windows)})" if len(report.windows) > 1 else ""
         console.print(f"window: [bold]{report.window}[/]{more}")
     else:
+        console.print(table)
         console.print(f"window: [bold red]none[/]: no version examined has {report.symbol}")
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}")
