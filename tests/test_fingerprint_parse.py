@@ -62,6 +62,18 @@ CASES: list[tuple[str, str, Any]] = [
         "TRITON",
     ),
     (
+        "moe_backend",
+        P + "Using FlashInfer TRTLLM backend for Unquantized MoE",
+        "FLASHINFER_TRTLLM",
+    ),
+    ("moe_backend", P + "Using TRITON backend for Unquantized MoE", "TRITON"),
+    (
+        "moe_backend",
+        P + "Using FlashInfer CUTLASS Unquantized MoE backend out of potential backends: "
+        "['TRITON', 'FlashInfer CUTLASS']",
+        "FLASHINFER_CUTLASS",
+    ),
+    (
         "prepare_finalize",
         P + "Using MoEPrepareAndFinalizeNoDPEPModular",
         "MoEPrepareAndFinalizeNoDPEPModular",

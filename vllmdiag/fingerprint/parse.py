@@ -39,6 +39,11 @@ def _int(text: str) -> int:
     return int(text.replace(",", "").replace("_", ""))
 
 
+def _backend(text: str) -> str:
+    """``FlashInfer TRTLLM`` (an enum value of some versions) → ``FLASHINFER_TRTLLM``."""
+    return re.sub(r"[\s-]+", "_", text.strip("'\" ")).upper()
+
+
 def _bool(text: str) -> bool:
     return text == "True" or text == "true"
 
@@ -134,8 +139,12 @@ RULES: tuple[tuple[re.Pattern[str], Setter], ...] = (
     ),
     (re.compile(r"Using ([\w -]+?) backend(?: on V1 engine)?\.?$"), _old_attention),
     (
-        re.compile(r"Using '?(\w+?)'? (?:\w+ )?MoE backend out of potential backends"),
-        _set("moe_backend"),
+        re.compile(r"Using '?([\w ]+?)'? (?:[\w-]+ )?MoE backend out of potential backends"),
+        _set("moe_backend", _backend),
+    ),
+    (
+        re.compile(r"Using '?([\w ]+?)'? backend for (?:[\w-]+ )?MoE\b"),
+        _set("moe_backend", _backend),
     ),
     (re.compile(r"Using (\w*PrepareAndFinalize\w*)"), _set("prepare_finalize")),
     (re.compile(r"prepare_finalize[=:]\s*(\w*PrepareAndFinalize\w*)"), _set("prepare_finalize")),
