@@ -85,6 +85,20 @@ CASES: list[tuple[str, str, Any]] = [
         "144 SMs used for MoE, 8 reserved",
     ),
     ("kv_cache_tokens", P + "GPU KV cache size: 2,173,456 tokens", 2173456),
+    # 0.29 prints both on one line
+    (
+        "max_concurrency",
+        P + "GPU KV cache size: 879,888 tokens, Maximum concurrency for 16,384 tokens per "
+        "request: 6.71x",
+        6.71,
+    ),
+    (
+        "kv_cache_tokens",
+        P + "GPU KV cache size: 879,888 tokens, Maximum concurrency for 16,384 tokens per "
+        "request: 6.71x",
+        879888,
+    ),
+    ("attention_backend", P + "Using CPU_MLA backend.", "CPU_MLA"),
     ("kv_cache_tokens", OLD + "GPU KV cache size: 38736 tokens", 38736),
     ("max_concurrency", P + "Maximum concurrency for 16,384 tokens per request: 128.64x", 128.64),
     ("max_concurrency", OLD + "Maximum concurrency for 32768 tokens per request: 4.00x", 4.0),

@@ -69,7 +69,8 @@ def _add(field: str) -> Setter:
 
 
 def _old_attention(out: dict[str, Any], m: re.Match[str]) -> None:
-    name = _OLD_ATTN.get(m.group(1))
+    raw = m.group(1)
+    name = _OLD_ATTN.get(raw) or (raw if re.fullmatch(r"[A-Z][A-Z0-9_]+", raw) else None)
     if name and out.get("attention_backend") is None:
         out["attention_backend"] = name
 
