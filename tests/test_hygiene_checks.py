@@ -1,47 +1,8 @@
-"""Pure hygiene checks and the inert-arm helpers."""
+"""Pure hygiene checks."""
 
 from __future__ import annotations
 
-from vllmdiag.hygiene import checks, inert_env_reason, inert_fingerprint_reason, inert_pin_reason
-
-KNOWN = frozenset({"VLLM_LOGGING_LEVEL", "VLLM_USE_DEEP_GEMM"})
-
-
-def test_env_arm_inert_from_the_log_warning() -> None:
-    why = inert_env_reason("VLLM_ATTENTION_BACKEND", None, ["VLLM_ATTENTION_BACKEND"])
-    assert why is not None
-    assert "Unknown vLLM environment variable detected: VLLM_ATTENTION_BACKEND" in why
-
-
-def test_env_arm_inert_from_the_legs_own_envs() -> None:
-    why = inert_env_reason("VLLM_ATTENTION_BACKEND", KNOWN, [])
-    assert why is not None and "2 environment variables" in why
-
-
-def test_env_arm_that_may_have_worked() -> None:
-    assert inert_env_reason("VLLM_USE_DEEP_GEMM", KNOWN, []) is None
-    assert inert_env_reason("OMP_NUM_THREADS", KNOWN, []) is None  # not vLLM's to judge
-    assert inert_env_reason("VLLM_ATTENTION_BACKEND", None, []) is None  # nothing known
-
-
-def test_fingerprint_and_pin_inert() -> None:
-    base = {"attention_backend": "FLASH_ATTN", "kv_cache_tokens": None}
-    assert (
-        inert_fingerprint_reason("attention_backend", {"attention_backend": "FLASH_ATTN"}, base)
-        is not None
-    )
-    assert (
-        inert_fingerprint_reason("attention_backend", {"attention_backend": "TRITON_ATTN"}, base)
-        is None
-    )
-    assert inert_fingerprint_reason("kv_cache_tokens", {"kv_cache_tokens": 5}, base) is None
-    assert (
-        inert_pin_reason("nvidia-cutlass-dsl", "==4.5.3", {"nvidia-cutlass-dsl": "4.8.1"})
-        is not None
-    )
-    assert (
-        inert_pin_reason("nvidia-cutlass-dsl", "==4.5.3", {"nvidia-cutlass-dsl": "4.5.3"}) is None
-    )
+from vllmdiag.hygiene import checks
 
 
 def test_gpu_processes() -> None:

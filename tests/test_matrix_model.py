@@ -269,6 +269,32 @@ def test_inert_reasons() -> None:
     assert inert_reason(moved) is None
 
 
+def test_inert_env_arm_from_the_log_warning_and_the_legs_own_envs() -> None:
+    legacy = Arm(name="attn", env={"VLLM_ATTENTION_BACKEND": "TRITON_ATTN"})
+    warned = ArmEvidence(legacy, unknown_env_warnings=frozenset({"VLLM_ATTENTION_BACKEND"}))
+    assert "Unknown vLLM environment variable detected" in (inert_reason(warned) or "")
+    known = frozenset({"VLLM_LOGGING_LEVEL", "VLLM_USE_DEEP_GEMM"})
+    assert inert_reason(ArmEvidence(legacy, known_env=known)) is not None
+    deep = Arm(name="deep", env={"VLLM_USE_DEEP_GEMM": "1"})
+    assert inert_reason(ArmEvidence(deep, known_env=known)) is None
+    omp = Arm(name="omp", env={"OMP_NUM_THREADS": "1"})
+    assert inert_reason(ArmEvidence(omp, known_env=known)) is None  # not vLLM's to judge
+    assert inert_reason(ArmEvidence(legacy)) is None  # nothing known: proves nothing
+
+
+def test_inert_pin_and_a_fingerprint_the_log_does_not_state() -> None:
+    pin = Arm(name="p", pin="nvidia-cutlass-dsl==4.5.3")
+    err = "leg x: a pin did not hold: nvidia-cutlass-dsl==4.8.1 does not satisfy ==4.5.3"
+    assert "the pin did not hold" in (inert_reason(ArmEvidence(pin, env_error=err)) or "")
+    kv = Arm(name="kv", flag="--gpu-memory-utilization 0.5", fingerprint_field="kv_cache_tokens")
+    unknown = ArmEvidence(
+        kv,
+        fingerprints=[{"kv_cache_tokens": None}],
+        baseline_fingerprints=[{"kv_cache_tokens": None}],
+    )
+    assert inert_reason(unknown) is None  # a log that does not say proves nothing
+
+
 def test_recipe_paths() -> None:
     r = _recipe(source=Path("/x/recipes/r.yaml"))
     assert r.recipe_dir == Path("/x/recipes")

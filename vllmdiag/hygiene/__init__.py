@@ -1,14 +1,8 @@
 """Leg hygiene: what in a leg or on the node can change vLLM behind a recipe's back
 (plugins, a foreign ``vllm`` script, mismatched flashinfer wheels, other GPU processes,
-the DEBUG-logging hazard), and whether an arm took effect at all."""
+the DEBUG-logging hazard)."""
 
 from vllmdiag.hygiene.doctor import doctor, known_env_vars, probe, require_clean
-from vllmdiag.hygiene.inert import (
-    inert_env_reason,
-    inert_fingerprint_reason,
-    inert_flag_reason,
-    inert_pin_reason,
-)
 from vllmdiag.hygiene.model import CONTAMINATED, OK, WARNING, DoctorReport, Finding
 
 __all__ = [
@@ -18,10 +12,6 @@ __all__ = [
     "DoctorReport",
     "Finding",
     "doctor",
-    "inert_env_reason",
-    "inert_fingerprint_reason",
-    "inert_flag_reason",
-    "inert_pin_reason",
     "known_env_vars",
     "probe",
     "require_clean",
