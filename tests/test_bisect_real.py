@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -97,3 +98,92 @@ def test_metric_regression() -> None:
     assert report.baseline == 100.0
     bad = next(s for s in report.steps if s.version == "22.0")
     assert bad.value == 61.5 and "ratio=0.615" in bad.detail
+
+
+RECIPE = """\
+name: legacy-version
+question: Which packaging release dropped LegacyVersion?
+legs:
+  plain:
+    requirements: [packaging]
+baseline:
+  leg: plain
+workloads:
+  legacy:
+    command: ["{python}", "-c", "import packaging.version as v; v.LegacyVersion"]
+arms: []
+repeats: 1
+timeout: 120
+"""
+
+
+def test_recipe_cell_is_the_check(tmp_path: Path) -> None:
+    recipe = tmp_path / "legacy.yaml"
+    recipe.write_text(RECIPE)
+    report = run_bisect(
+        BisectRequest("packaging", "21.0", "23.0", (), recipe=recipe, cell="legacy", fresh=True)
+    )
+    assert (report.last_good, report.first_bad) == ("21.3", "22.0")
+    bad = next(s for s in report.steps if s.version == "22.0")
+    assert "has no attribute 'LegacyVersion'" in bad.detail and bad.rc == 1
+    # Each step ran the cell in its own run directory beside the journal.
+    assert (report.journal.parent / "22.0" / "run0" / "run.jsonl").exists()
+    result = CliRunner().invoke(
+        app,
+        [
+            "bisect",
+            "packaging",
+            "--good",
+            "21.0",
+            "--bad",
+            "23.0",
+            "--recipe",
+            str(recipe),
+            "--cell",
+            "legacy",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["first_bad"] == "22.0" and all(s["resumed"] for s in data["steps"])
+
+
+def test_recipe_and_command_errors(tmp_path: Path) -> None:
+    recipe = tmp_path / "legacy.yaml"
+    recipe.write_text(RECIPE)
+    runner = CliRunner()
+    both = runner.invoke(
+        app,
+        [
+            "bisect",
+            "packaging",
+            "--good",
+            "21.0",
+            "--bad",
+            "23.0",
+            "--recipe",
+            str(recipe),
+            "--cell",
+            "legacy",
+            "--",
+            "true",
+        ],
+    )
+    assert both.exit_code == 1 and "not both" in both.output
+    no_cell = runner.invoke(
+        app,
+        [
+            "bisect",
+            "packaging",
+            "--good",
+            "21.0",
+            "--bad",
+            "23.0",
+            "--recipe",
+            str(recipe),
+            "--cell",
+            "legazy",
+        ],
+    )
+    assert no_cell.exit_code == 1 and "no cell 'legazy'" in no_cell.output

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.errors import VllmdiagError
 from vllmdiag.window.bisect import Verdict
 from vllmdiag.window.bisect_journal import Step
 from vllmdiag.window.bisect_run import BisectReport, BisectRequest, run_bisect
@@ -53,11 +54,6 @@ def bisect(
     """Find the first release of PKG that breaks a check (git-bisect-run rules)."""
     console = human(as_json)
     with user_errors():
-        if recipe or cell:
-            raise VllmdiagError(
-                "--recipe/--cell checks are not available yet",
-                hint="give the check as a command after --",
-            )
         request = BisectRequest(
             package=pkg,
             good=good,
@@ -72,6 +68,8 @@ def bisect(
             timeout_s=timeout,
             pre=pre,
             fresh=fresh,
+            recipe=Path(recipe) if recipe else None,
+            cell=cell,
         )
 
         def observe(version: str, step: Step | None) -> None:

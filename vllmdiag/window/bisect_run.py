@@ -14,8 +14,9 @@ import re
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -29,6 +30,9 @@ from vllmdiag.window.bisect import Verdict, bisect, majority, metric_verdict, ve
 from vllmdiag.window.bisect_journal import SCHEMA, Journal, Step
 from vllmdiag.window.probe import check_python
 from vllmdiag.window.versions import candidates, parse_date
+
+if TYPE_CHECKING:
+    from vllmdiag.window.bisect_recipe import RecipeCell
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class BisectRequest:
     timeout_s: float | None = None
     pre: bool = False
     fresh: bool = False  # discard an earlier journal of the same question
+    recipe: Path | None = None  # the check is this recipe's cell ...
+    cell: str | None = None  # ... run on its leg with PKG==V pinned
 
     def identity(self) -> dict[str, object]:
         return {
@@ -63,9 +69,10 @@ class BisectRequest:
             "pre": self.pre,
         }
 
-    def key(self) -> str:
-        blob = json.dumps(self.identity(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+
+def _key(identity: dict[str, object]) -> str:
+    blob = json.dumps(identity, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -137,12 +144,13 @@ def _version(text: str, where: str) -> Version:
 def run_bisect(req: BisectRequest, observer: StepObserver | None = None) -> BisectReport:
     start = time.monotonic()
     notify = observer or (lambda _v, _s: None)
-    if not req.command:
-        raise VllmdiagError("no check command", hint="put it after --, e.g. -- python -c ...")
-    if (req.metric is None) != (req.threshold is None):
-        raise VllmdiagError("--metric and --threshold go together")
+    target = _validate(req)
+    identity = req.identity()
+    if target is not None:
+        identity.update(recipe=str(target.path), recipe_digest=target.digest, cell=target.cell)
+        req = replace(req, python=target.python, exclude_newer=target.exclude_newer)
     versions = bisect_versions(req)
-    journal = Journal(cache_root() / "bisect" / req.key(), req.identity(), fresh=req.fresh)
+    journal = Journal(cache_root() / "bisect" / _key(identity), identity, fresh=req.fresh)
     pkg = parse_requirement(req.package, where="PKG")
     extras = f"[{','.join(sorted(pkg.extras))}]" if pkg.extras else ""
     steps: dict[str, Step] = {}
@@ -154,7 +162,13 @@ def run_bisect(req: BisectRequest, observer: StepObserver | None = None) -> Bise
         if step is None:
             notify(version, None)
             step = _run_step(
-                req, f"{pkg.name}{extras}", version, journal.dir, baseline, is_good_end=pos == 0
+                req,
+                target,
+                f"{pkg.name}{extras}",
+                version,
+                journal.dir,
+                baseline,
+                is_good_end=pos == 0,
             )
             journal.append(step)
         elif req.metric and pos == 0 and step.value is not None:
@@ -179,8 +193,32 @@ def run_bisect(req: BisectRequest, observer: StepObserver | None = None) -> Bise
     )
 
 
+def _validate(req: BisectRequest) -> RecipeCell | None:
+    """The recipe cell to check, if the check is one; else the command must be there."""
+    if (req.metric is None) != (req.threshold is None):
+        raise VllmdiagError("--metric and --threshold go together")
+    if (req.recipe is None) != (req.cell is None):
+        raise VllmdiagError("--recipe and --cell go together", hint="name the cell to check")
+    if req.recipe is None:
+        if not req.command:
+            raise VllmdiagError("no check", hint="put a command after --, or give --recipe/--cell")
+        return None
+    if req.command:
+        raise VllmdiagError("give either a command after -- or --recipe/--cell, not both")
+    if req.python or req.exclude_newer or req.with_requirements or req.timeout_s:
+        raise VllmdiagError(
+            "--python, --exclude-newer, --with and --timeout come from the recipe here",
+            hint="a recipe cell runs on its own leg with PKG==V pinned; edit the recipe",
+        )
+    from vllmdiag.window.bisect_recipe import RecipeCell
+
+    assert req.cell is not None
+    return RecipeCell.load(req.recipe, req.cell)
+
+
 def _run_step(
     req: BisectRequest,
+    target: RecipeCell | None,
     requirement: str,
     version: str,
     logs: Path,
@@ -189,44 +227,20 @@ def _run_step(
     is_good_end: bool,
 ) -> Step:
     start = time.monotonic()
-    leg = LegSpec(
-        name=f"bisect {requirement}=={version}",
-        requirements=(f"{requirement}=={version}", *req.with_requirements),
-        python=req.python,
-        exclude_newer=req.exclude_newer,
+    runs = (
+        _cell_runs(req, target, f"{requirement}=={version}", logs / version)
+        if target is not None
+        else _command_runs(req, requirement, version, logs)
     )
-    try:
-        env = EnvCache().ensure(leg, log=logs / f"{version}.install.log")
-    except (EnvError, ProcessError) as exc:
-        return Step(
-            version,
-            Verdict.SKIP,
-            None,
-            time.monotonic() - start,
-            detail="install failed: " + exc.message[-1500:],
-        )
-    rcs: list[int | None] = []
-    votes: list[Verdict] = []
-    values: list[float] = []
-    for i in range(max(1, req.repeat)):
-        log = logs / f"{version}.run{i}.log"
-        log.unlink(missing_ok=True)
-        done = proc.run(
-            req.command, env=env.child_environ(proc.clean_environ()), log=log, timeout=req.timeout_s
-        )
-        if done.interrupted:
-            raise KeyboardInterrupt
-        rc = None if done.timed_out else done.rc
-        rcs.append(rc)
-        if req.metric is None:
-            votes.append(verdict_for_rc(rc))
-            continue
-        value = read_metric(log.read_text(errors="replace"), req.metric) if rc == 0 else None
-        if value is not None:
-            values.append(value)
+    if isinstance(runs, Step):  # the env could not be built: a skip
+        return replace(runs, elapsed_s=time.monotonic() - start)
+    rcs = [run[0] for run in runs]
+    votes = [run[1] for run in runs]
+    values = [run[2] for run in runs if run[2] is not None]
+    said = runs[-1][3]
     elapsed = time.monotonic() - start
     if req.metric is None:
-        return Step(version, majority(votes), rcs[-1], elapsed, tuple(rcs))
+        return Step(version, majority(votes), rcs[-1], elapsed, tuple(rcs), detail=said)
     if not values:
         return Step(
             version,
@@ -254,6 +268,52 @@ def _run_step(
 
 
 _NUMBER = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+
+
+Run = tuple[int | None, Verdict, float | None, str]  # rc, verdict, metric value, detail
+
+
+def _command_runs(
+    req: BisectRequest, requirement: str, version: str, logs: Path
+) -> list[Run] | Step:
+    leg = LegSpec(
+        name=f"bisect {requirement}=={version}",
+        requirements=(f"{requirement}=={version}", *req.with_requirements),
+        python=req.python,
+        exclude_newer=req.exclude_newer,
+    )
+    try:
+        env = EnvCache().ensure(leg, log=logs / f"{version}.install.log")
+    except (EnvError, ProcessError) as exc:
+        return Step(
+            version, Verdict.SKIP, None, 0.0, detail="install failed: " + exc.message[-1500:]
+        )
+    runs: list[Run] = []
+    for i in range(max(1, req.repeat)):
+        log = logs / f"{version}.run{i}.log"
+        log.unlink(missing_ok=True)
+        done = proc.run(
+            req.command, env=env.child_environ(proc.clean_environ()), log=log, timeout=req.timeout_s
+        )
+        if done.interrupted:
+            raise KeyboardInterrupt
+        rc = None if done.timed_out else done.rc
+        value = None
+        if req.metric is not None and rc == 0:
+            value = read_metric(log.read_text(errors="replace"), req.metric)
+        runs.append((rc, verdict_for_rc(rc), value, ""))
+    return runs
+
+
+def _cell_runs(req: BisectRequest, target: RecipeCell, pin: str, out: Path) -> list[Run]:
+    from vllmdiag.window.bisect_recipe import check_cell
+
+    runs: list[Run] = []
+    for i in range(max(1, req.repeat)):
+        got = check_cell(target, pin, out / f"run{i}", req.metric)
+        value = got.value if got.verdict is Verdict.GOOD or req.metric is None else None
+        runs.append((got.rc, got.verdict, value, got.detail))
+    return runs
 
 
 def read_metric(text: str, name: str) -> float | None:

@@ -1,0 +1,86 @@
+"""The ``--recipe R --cell ID`` check of ``bisect``: each step runs that one cell of the
+recipe on its leg with ``PKG==V`` pinned (the matrix engine's ``run_single_cell``), in a
+run directory of its own beside the bisect journal.
+
+PASS is good; FAIL and TIMEOUT are bad; ERROR (the env or vllmdiag could not set the cell
+up) and SKIPPED are skips, never "bug reproduced".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllmdiag.config import load_recipe
+from vllmdiag.config.recipe_load import resolve_recipe_path
+from vllmdiag.engine import plan as planmod
+from vllmdiag.engine.matrix import MatrixOptions
+from vllmdiag.engine.matrix_plan import find_cell
+from vllmdiag.engine.single_cell import run_single_cell
+from vllmdiag.envs.spec import default_python
+from vllmdiag.errors import EnvError, ProcessError
+from vllmdiag.model.outcome import Outcome
+from vllmdiag.model.recipe import Recipe
+from vllmdiag.window.bisect import Verdict
+
+_VERDICT = {
+    Outcome.PASS: Verdict.GOOD,
+    Outcome.FAIL: Verdict.BAD,
+    Outcome.TIMEOUT: Verdict.BAD,
+    Outcome.ERROR: Verdict.SKIP,
+    Outcome.SKIPPED: Verdict.SKIP,
+}
+
+
+@dataclass(frozen=True)
+class RecipeCell:
+    """A recipe's cell, checked to exist, with what its leg resolves against."""
+
+    recipe: Recipe
+    path: Path
+    cell: str
+    python: str
+    exclude_newer: str | None
+    digest: str  # of the recipe file: a changed recipe is another bisect question
+
+    @classmethod
+    def load(cls, recipe: Path, cell: str) -> RecipeCell:
+        path = resolve_recipe_path(recipe).resolve()
+        rec = load_recipe(path)
+        found = find_cell(planmod.expand(rec), cell)  # a clear error when there is none
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return cls(
+            rec,
+            path,
+            found.id,
+            found.leg.python or default_python(),
+            found.leg.exclude_newer,
+            digest,
+        )
+
+
+@dataclass(frozen=True)
+class CellCheck:
+    verdict: Verdict
+    rc: int | None
+    value: float | None
+    detail: str
+
+
+def check_cell(rc: RecipeCell, pin: str, out: Path, metric: str | None) -> CellCheck:
+    """Run the cell once on its leg with ``pin``; ``out`` is replaced if it exists."""
+    if out.exists():
+        shutil.rmtree(out)  # an interrupted earlier attempt at this very step
+    options = MatrixOptions(out=out, runs_root=out.parent)
+    try:
+        result = run_single_cell(rc.recipe, rc.cell, options, pin=pin)
+    except (EnvError, ProcessError) as exc:
+        return CellCheck(Verdict.SKIP, None, None, "leg failed: " + exc.message[-1500:])
+    verdict = _VERDICT[result.outcome]
+    value = result.metrics.get(metric) if metric else None
+    cause = (result.root_cause or {}).get("signature")
+    why = str(cause) if cause else result.reason
+    said = f"{result.outcome.value}: {why}" if why else result.outcome.value
+    return CellCheck(verdict, result.rc, value, said)
