@@ -58,7 +58,8 @@ def _details(report: MatrixReport) -> list[str]:
     for a in report.verdict.arms:
         arm = arms.get(a.name)
         change = arm.describe() if arm else ""
-        out.append(f"- `{a.name}` ({a.kind}: {change}): **{a.effect.value}**: {a.detail}")
+        effect = a.effect.value.replace("_", " ")
+        out.append(f"- `{a.name}` ({change}): **{effect}**: {a.detail}")
     causes = Counter(
         (r.root_cause or {}).get("signature") or (r.root_cause or {}).get("message") or ""
         for r in report.results

@@ -196,7 +196,10 @@ def _pf_effect(
     flipped = [w for w in failing if cells[w].state == "pass"]
     note = "" if arm.single_variable else " (compound arm: not a single-variable result)"
     if len(flipped) == len(failing):
-        return Effect.SUFFICIENT, f"flips all {len(failing)} failing workloads{note}"
+        every = (
+            "the failing workload" if len(failing) == 1 else f"all {len(failing)} failing workloads"
+        )
+        return Effect.SUFFICIENT, f"flips {every}{note}"
     if flipped:
         return Effect.PARTIAL, f"flips {len(flipped)} of {len(failing)}: {', '.join(flipped)}{note}"
     return Effect.RULED_OUT, f"flips none of the {len(failing)} failing workloads"
