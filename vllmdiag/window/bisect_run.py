@@ -276,11 +276,13 @@ Run = tuple[int | None, Verdict, float | None, str]  # rc, verdict, metric value
 def _command_runs(
     req: BisectRequest, requirement: str, version: str, logs: Path
 ) -> list[Run] | Step:
+    configured = index.configured_index()
     leg = LegSpec(
         name=f"bisect {requirement}=={version}",
         requirements=(f"{requirement}=={version}", *req.with_requirements),
         python=req.python,
         exclude_newer=req.exclude_newer,
+        index_url=None if configured == index.DEFAULT_INDEX else configured,
     )
     try:
         env = EnvCache().ensure(leg, log=logs / f"{version}.install.log")
