@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
 
 def bisect(
-    pkg: str = typer.Argument(..., help="The package, extras allowed: PKG or PKG[extra]."),
+    pkg: str = typer.Argument(..., help="The package, extras allowed: PKG or PKG\\[extra]."),
     command: list[str] = typer.Argument(
         None, help="The check, after --: exit 0 good, 125 skip, anything else bad."
     ),

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 
 def window(
-    pkg: str = typer.Argument(..., help="The package, extras allowed: PKG or PKG[extra]."),
+    pkg: str = typer.Argument(..., help="The package, extras allowed: PKG or PKG\\[extra]."),
     symbol: str = typer.Option(..., "--symbol", help="MODULE.ATTR to look for."),
     versions: str | None = typer.Option(
         None, "--versions", help="Limit the range, e.g. '>=4.0,<5'."
