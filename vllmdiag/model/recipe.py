@@ -48,8 +48,11 @@ class LegConfig(Strict):
     def _python(cls, v: object) -> object:
         if isinstance(v, float):  # YAML reads 3.10 as 3.1: refuse rather than guess
             raise ValueError(f"quote the Python version ('{v}' is read as a number)")
-        if v is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", str(v)):
-            raise ValueError(f"python must look like '3.11', not {v!r}")
+        text = str(v) if v is not None else None
+        if text is not None and not (
+            re.fullmatch(r"\d+\.\d+(\.\d+)?", text) or text.startswith(("/", "~"))
+        ):
+            raise ValueError(f"python is a version like '3.11' or an interpreter path, not {v!r}")
         return v
 
     @field_validator("exclude_newer", mode="before")
