@@ -80,20 +80,8 @@ class Arm(BaseModel):
                     raise ValueError(f"pin {item!r} is not a PEP 508 requirement: {exc}") from None
         return items
 
-    @field_validator("flag", mode="before")
-    @classmethod
-    def _flags(cls, v: object) -> object:
-        items = [v] if isinstance(v, (str, dict)) else v
-        if isinstance(items, (list, tuple)):
-            return [Flag.parse(i) if isinstance(i, str) else i for i in items]
-        return items
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _env_strings(cls, v: object) -> object:
-        if isinstance(v, dict):
-            return {str(k): _scalar(val) for k, val in v.items()}
-        return v
+    _flags = field_validator("flag", mode="before")(classmethod(lambda cls, v: coerce_flags(v)))
+    _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
 
     @field_validator("honoured_by")
     @classmethod
@@ -143,6 +131,21 @@ class Arm(BaseModel):
 
     def describe(self) -> str:
         return "; ".join(self.changes())
+
+
+def coerce_flags(v: object) -> object:
+    """YAML flags (a string, a mapping or a list of them) → a list of :class:`Flag`."""
+    items = [v] if isinstance(v, (str, dict)) else v
+    if isinstance(items, (list, tuple)):
+        return [Flag.parse(i) if isinstance(i, str) else i for i in items]
+    return items
+
+
+def coerce_env(v: object) -> object:
+    """YAML env values (numbers, booleans) → the strings a process environment holds."""
+    if isinstance(v, dict):
+        return {str(k): _scalar(val) for k, val in v.items()}
+    return v
 
 
 def _scalar(v: object) -> str:

@@ -11,7 +11,7 @@ from typing import Literal
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from vllmdiag.model.arms import Arm, Flag
+from vllmdiag.model.arms import Arm, Flag, coerce_env, coerce_flags
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
 
@@ -130,6 +130,8 @@ class WorkloadConfig(Strict):
     env: dict[str, str] = Field(default_factory=dict)
     metrics: tuple[MetricSpec, ...] = ()
 
+    _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
+
     @model_validator(mode="after")
     def _what(self) -> WorkloadConfig:
         if (self.builtin is None) == (self.command is None):
@@ -144,20 +146,8 @@ class Baseline(Strict):
     env: dict[str, str] = Field(default_factory=dict)
     flags: tuple[Flag, ...] = ()
 
-    @field_validator("flags", mode="before")
-    @classmethod
-    def _flags(cls, v: object) -> object:
-        items = [v] if isinstance(v, str) else v
-        if isinstance(items, (list, tuple)):
-            return [Flag.parse(i) if isinstance(i, str) else i for i in items]
-        return items
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _env(cls, v: object) -> object:
-        if isinstance(v, dict):
-            return {str(k): str(val) for k, val in v.items()}
-        return v
+    _flags = field_validator("flags", mode="before")(classmethod(lambda cls, v: coerce_flags(v)))
+    _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
 
 
 class Recipe(Strict):
