@@ -128,13 +128,18 @@ def test_200_mb_log_streams_in_flat_memory(tmp_path: Path) -> None:
             if i == 99:
                 fh.write(middle)  # a harmless traceback far from either end
         fh.write(fixture.read_bytes())
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across execve, so a child forked from a
+    # large test process would report the parent's size; VmHWM belongs to the new image.
     code = (
-        "import resource, sys, json\n"
+        "import re, sys, json\n"
         "from pathlib import Path\n"
         "from vllmdiag.triage import triage_file\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "def hwm():\n"
+        "    status = open('/proc/self/status').read()\n"
+        "    return int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1))\n"
+        "before = hwm()\n"
         "t = triage_file(Path(sys.argv[1]))\n"
-        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "after = hwm()\n"
         "print(json.dumps({'known': t.root_cause.known, 'lines': t.lines,"
         " 'benign': [b.line for b in t.benign],"
         " 'grew_kib': after - before, 'peak_kib': after}))\n"
