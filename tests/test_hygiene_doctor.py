@@ -227,7 +227,8 @@ def test_cli_doctor_recipe_form(tmp_path: Path) -> None:
 def test_real_vllm_and_vllm_omni_wheels(tmp_path: Path) -> None:
     """vLLM 0.18.0's own wheel (installed without its dependencies: only its files
     matter here), then the real vllm-omni plugin next to it."""
-    from vllmdiag.hygiene import inert_env_reason
+    from vllmdiag.model.arms import Arm
+    from vllmdiag.model.inert import ArmEvidence, inert_reason
 
     venv = tmp_path / "vllm-0.18"
     uv("venv", "--quiet", "--python", PY, venv, what="uv venv")
@@ -239,7 +240,8 @@ def test_real_vllm_and_vllm_omni_wheels(tmp_path: Path) -> None:
     assert "VLLM_LOGGING_LEVEL" in known and "VLLM_NO_USAGE_STATS" in known
     # removed before 0.18: an arm setting it does nothing on this leg
     assert "VLLM_ATTENTION_BACKEND" not in known
-    assert inert_env_reason("VLLM_ATTENTION_BACKEND", known, []) is not None
+    legacy = Arm(name="attn", env={"VLLM_ATTENTION_BACKEND": "TRITON_ATTN"})
+    assert inert_reason(ArmEvidence(legacy, known_env=known)) is not None
     clean = doctor(env, check_gpu=False)
     assert not clean.contaminated, clean.reasons()
     assert clean.vllm == "0.18.0"

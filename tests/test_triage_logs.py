@@ -259,7 +259,8 @@ def test_vllmdiag_run_directory_uses_each_cells_log(tmp_path: Path) -> None:
 
 
 def test_cli_refusal_is_the_root_cause(tmp_path: Path) -> None:
-    from vllmdiag.hygiene import inert_flag_reason
+    from vllmdiag.model.arms import Arm
+    from vllmdiag.model.inert import ArmEvidence, inert_reason
 
     log = tmp_path / "refused.log"
     log.write_text(
@@ -272,9 +273,12 @@ def test_cli_refusal_is_the_root_cause(tmp_path: Path) -> None:
     assert rc is not None
     assert rc.type == "CLI error" and rc.known == "cli-rejects-flag"
     assert rc.process == "vllm bench throughput"
-    why = inert_flag_reason("--moe-backend flashinfer_cutedsl", rc.known, rc.message)
-    assert why is not None and "refused --moe-backend" in why
-    assert inert_flag_reason("--enforce-eager", rc.known, rc.message) is None
+    text = log.read_text()
+    moe = Arm(name="moe", flag="--moe-backend flashinfer_cutedsl")
+    why = inert_reason(ArmEvidence(moe, log_texts=[text]))
+    assert why is not None and "rejects --moe-backend" in why
+    eager = Arm(name="eager", flag="--enforce-eager")
+    assert inert_reason(ArmEvidence(eager, log_texts=[text])) is None
 
 
 def test_tensor_parallel_ranks_first_rank_to_fail_wins() -> None:
