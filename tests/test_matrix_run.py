@@ -323,3 +323,15 @@ def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
     assert bad.outcome is Outcome.FAIL
     with pytest.raises(VllmdiagError, match="no cell"):
         run_single_cell(rec, "nope", MatrixOptions(out=tmp_path / "c"))
+
+
+def test_a_reader_failure_is_recorded_not_fatal(tmp_path: Path) -> None:
+    from vllmdiag.engine.readers import RunReaders
+
+    not_a_log = tmp_path / "dir"
+    not_a_log.mkdir()
+    readers = RunReaders()
+    assert "triage failed" in str((readers.root_cause(not_a_log) or {}).get("reader_error"))
+    assert "fingerprint failed" in str(
+        (readers.run_fingerprint(not_a_log) or {}).get("reader_error")
+    )

@@ -53,9 +53,14 @@ class HygieneSummary:
 
 
 class RunReaders:
-    def root_cause(self, log: Path) -> dict[str, Any] | None:
+    """A reader that breaks on an odd log must not cost the cell its result: the failure
+    is recorded in the result (``reader_error``) and the run goes on."""
 
-        triage = triage_file(log)
+    def root_cause(self, log: Path) -> dict[str, Any] | None:
+        try:
+            triage = triage_file(log)
+        except Exception as exc:  # a triage bug is recorded, never fatal to the cell
+            return {"type": None, "message": None, "reader_error": f"triage failed: {exc!r}"}
         data: dict[str, Any] = triage.to_json()
         root = data.get("root_cause")
         if root is None:
@@ -70,8 +75,10 @@ class RunReaders:
         return dict(root)
 
     def run_fingerprint(self, log: Path) -> dict[str, Any] | None:
-
-        fp: dict[str, Any] = fingerprint_file(log).to_json()
+        try:
+            fp: dict[str, Any] = fingerprint_file(log).to_json()
+        except Exception as exc:  # as above: recorded, not fatal
+            return {"reader_error": f"fingerprint failed: {exc!r}"}
         return fp
 
     def hygiene(self, envs: Sequence[Env], recipe: Recipe) -> HygieneSummary:
