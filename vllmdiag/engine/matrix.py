@@ -50,6 +50,15 @@ class MatrixOptions:
     cache: EnvCache = field(default_factory=EnvCache)
 
 
+#: What ``--json`` shows of each cell (``result.json`` in the run directory has it all).
+CELL_KEYS = ("id", "arm", "workload", "repeat", "outcome", "rc", "elapsed_s", "metrics",
+             "reason", "leg", "root_cause")  # fmt: skip
+
+
+def _pick(d: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: d[k] for k in keys}
+
+
 @dataclass(frozen=True)
 class MatrixReport:
     recipe: Recipe
@@ -66,25 +75,7 @@ class MatrixReport:
             "question": self.recipe.question,
             "run_dir": str(self.run_dir),
             "interrupted": self.interrupted,
-            "cells": [
-                {
-                    k: r.to_json()[k]
-                    for k in (
-                        "id",
-                        "arm",
-                        "workload",
-                        "repeat",
-                        "outcome",
-                        "rc",
-                        "elapsed_s",
-                        "metrics",
-                        "reason",
-                        "leg",
-                        "root_cause",
-                    )
-                }
-                for r in self.results
-            ],
+            "cells": [_pick(r.to_json(), CELL_KEYS) for r in self.results],
             "envs": self.envs,
             "verdict": verdict,
         }
