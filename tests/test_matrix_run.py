@@ -335,3 +335,36 @@ def test_a_reader_failure_is_recorded_not_fatal(tmp_path: Path) -> None:
     assert "fingerprint failed" in str(
         (readers.run_fingerprint(not_a_log) or {}).get("reader_error")
     )
+
+
+def test_env_arm_after_a_flag_arm_on_the_same_leg_is_still_judged_inert(tmp_path: Path) -> None:
+    from vllmdiag.envs import EnvCache, LegSpec
+
+    env = EnvCache(tmp_path / "cache").ensure(LegSpec("with-envs"))
+    site = next((env.path / "lib").glob("python3*/site-packages"))
+    (site / "vllm").mkdir()
+    (site / "vllm/__init__.py").write_text("")
+    (site / "vllm/envs.py").write_text(  # the shape of vLLM's own module
+        "import os\nenvironment_variables = {\n"
+        '    "VLLM_LOGGING_LEVEL": lambda: os.getenv("VLLM_LOGGING_LEVEL", "INFO"),\n}\n'
+    )
+    path = tmp_path / "recipe.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        name: t
+        question: does the legacy variable do anything?
+        legs:
+          here: {{path: {env.python}}}
+        baseline: {{leg: here}}
+        workloads:
+          w: {{command: ["{{python}}", "-c", "raise SystemExit(1)", "{{flags}}"]}}
+        arms:
+          - {{name: eager, flag: --enforce-eager}}
+          - {{name: legacy, env: {{VLLM_ATTENTION_BACKEND: TRITON_ATTN}}}}
+        """)
+    )
+    report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
+    effects = {a.name: (a.effect.value, a.detail) for a in report.verdict.arms}
+    assert effects["eager"][0] == "ruled_out"
+    assert effects["legacy"][0] == "inert"
+    assert "does not know VLLM_ATTENTION_BACKEND" in effects["legacy"][1]

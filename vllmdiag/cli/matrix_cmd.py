@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from vllmdiag.cli.live import LiveView
@@ -13,6 +15,7 @@ from vllmdiag.cli.tables import verdict_table
 from vllmdiag.config import load_recipe
 from vllmdiag.engine.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.engine.matrix_plan import plan
+from vllmdiag.errors import VllmdiagError
 
 
 def matrix(
@@ -32,6 +35,11 @@ def matrix(
     """Run a baseline plus arms over workloads, each cell in its own env, serially."""
     console = human(as_json)
     with user_errors():
+        if resume is not None and out is not None:
+            raise VllmdiagError(
+                "--resume and --out both name a run directory",
+                hint="--resume DIR continues that run in place; drop --out",
+            )
         rec = load_recipe(recipe)
         if dry_run:
             p = plan(rec)
@@ -56,15 +64,12 @@ def matrix(
             raise typer.Exit(130)
 
 
-def _print_plan(console: object, data: dict[str, object]) -> None:
-    from rich.console import Console
-
-    assert isinstance(console, Console)
+def _print_plan(console: Console, data: dict[str, Any]) -> None:
     console.print(f"[bold]{data['recipe']}[/]: {data['question']}")
     legs = Table(title="legs", title_justify="left")
     for col in ("leg", "key", "python", "requirements", "exclude_newer", "existing"):
         legs.add_column(col)
-    for leg in data["legs"]:  # type: ignore[attr-defined]
+    for leg in data["legs"]:
         legs.add_row(
             leg["name"],
             leg["key"],
@@ -77,16 +82,13 @@ def _print_plan(console: object, data: dict[str, object]) -> None:
     cells = Table(title="cells (in run order)", title_justify="left")
     for col in ("cell", "leg", "env", "command"):
         cells.add_column(col, overflow="fold")
-    for c in data["cells"]:  # type: ignore[attr-defined]
+    for c in data["cells"]:
         env = " ".join(f"{k}={v}" for k, v in c["env"].items())
         cells.add_row(c["id"], c["leg"], env, " ".join(c["argv"]))
     console.print(cells)
 
 
-def _print_report(console: object, report: MatrixReport) -> None:
-    from rich.console import Console
-
-    assert isinstance(console, Console)
+def _print_report(console: Console, report: MatrixReport) -> None:
     console.print()
     console.print(
         verdict_table(

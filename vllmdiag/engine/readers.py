@@ -103,10 +103,11 @@ class RunReaders:
         for arm in recipe.arms:
             leg = planmod.arm_leg(recipe, arm)
             env = envs.get(leg.key())
-            if env is not None and leg.key() not in known_cache:
-                known_cache[leg.key()] = known_env_vars(env) if arm.env else None
+            # Only env arms need the leg's known variables; ask each leg once.
+            if arm.env and env is not None and leg.key() not in known_cache:
+                known_cache[leg.key()] = known_env_vars(env)
             cells = by_arm.get(arm.name, [])
-            texts = [_read_bounded(Path(recipe_log)) for recipe_log in _logs(results, arm.name)]
+            texts = [_read_bounded(Path(c.log_path)) for c in cells if c.log_path]
             env_error = next((c.reason for c in cells if "pin did not hold" in c.reason), "")
             evidence = ArmEvidence(
                 arm=arm,
@@ -122,10 +123,6 @@ class RunReaders:
             if reason:
                 out[arm.name] = reason
         return out
-
-
-def _logs(results: Sequence[CellResult], arm: str) -> list[str]:
-    return [r.log_path for r in results if r.arm == arm and r.log_path]
 
 
 def _read_bounded(path: Path) -> str:

@@ -106,8 +106,9 @@ def render(
         "python": str(python),
     }
     flag_tokens = [t for f in flags for t in f.argv()]
+    tokens = template(wl)
     argv: list[str] = []
-    for token in template(wl):
+    for token in tokens:
         if token == "{flags}":
             argv.extend(flag_tokens)
             continue
@@ -120,7 +121,7 @@ def render(
                 + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
                 + "; write {{ and }} for literal braces",
             ) from None
-    if flag_tokens and "{flags}" not in template(wl):
+    if flag_tokens and "{flags}" not in tokens:
         raise ConfigError(
             f"workloads.{name}.command has no {{flags}} placeholder but the cell has flags "
             f"({' '.join(flag_tokens)})",
