@@ -30,6 +30,16 @@ def write_json(path: Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def append_jsonl(path: Path, record: Any) -> None:
+    """One JSON line appended and flushed to disk before returning: a journal entry that
+    was written survives a crash right after it (a torn last line is the reader's to skip)."""
+    line = json.dumps(record, default=str) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def read_json(path: Path) -> Any:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)

@@ -80,12 +80,9 @@ class RunDir:
         return out
 
     def event(self, kind: str, **fields: Any) -> None:
-        record = {"schema": SCHEMA, "event": kind, "ts": utc_now(), **fields}
-        line = json.dumps(record, default=str, sort_keys=False) + "\n"
-        with open(self.path / EVENTS, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        atomic.append_jsonl(
+            self.path / EVENTS, {"schema": SCHEMA, "event": kind, "ts": utc_now(), **fields}
+        )
 
     def cell_dir(self, cell_id: str) -> Path:
         return self.path / "cells" / cell_id

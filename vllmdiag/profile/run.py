@@ -53,10 +53,8 @@ def jsonl_journal(out: Path) -> Journal:
     """Events appended to ``<out>/journal.jsonl`` as they happen."""
 
     def write(event: str, fields: dict[str, object]) -> None:
-        with open(out / "journal.jsonl", "a", encoding="utf-8") as f:
-            rec = {"schema": SCHEMA, "t": time.time(), "event": event, **fields}
-            f.write(json.dumps(rec) + "\n")
-            f.flush()
+        record = {"schema": SCHEMA, "t": time.time(), "event": event, **fields}
+        atomic.append_jsonl(out / "journal.jsonl", record)
 
     return write
 

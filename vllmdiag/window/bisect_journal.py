@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllmdiag import atomic
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.window.bisect import Verdict
 
@@ -79,7 +80,5 @@ class Journal:
             self.steps[step.version] = step
 
     def append(self, step: Step) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(step.to_json()) + "\n")
-            fh.flush()
+        atomic.append_jsonl(self.path, step.to_json())
         self.steps[step.version] = step
