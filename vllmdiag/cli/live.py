@@ -55,19 +55,27 @@ class LiveView:
             transient=False,
         )
         self._last_read = 0.0
+        self._started = False
 
     def __enter__(self) -> LiveView:
-        self.live.__enter__()
         return self
 
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.status.plain = ""
-        self.live.__exit__(t, e, tb)
+        if self._started:
+            self.live.stop()
+
+    def _start(self) -> None:
+        """The live display begins with the run, so an error before it prints alone."""
+        if not self._started:
+            self._started = True
+            self.live.start()
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, RunStarted):
+            self._start()
             self.progress.update(self.task, total=event.cells)
             verb = "resuming" if event.resumed else "run"
             self.console.print(f"{verb} directory: [bold]{event.run_dir}[/]")

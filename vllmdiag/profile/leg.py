@@ -99,7 +99,8 @@ def trace_files(path: Path) -> list[Path]:
     if not path.is_dir():
         raise VllmdiagError(
             f"no such trace file or directory: {path}",
-            hint="pass a capture directory (vllmdiag profile run) or a trace file",
+            hint="pass a run directory of 'vllmdiag profile RECIPE --legs A B' or "
+            "'vllmdiag profile capture', or a trace file",
         )
     found = sorted(
         p
