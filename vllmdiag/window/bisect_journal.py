@@ -63,7 +63,7 @@ class Journal:
         self.steps: dict[str, Step] = {}
         directory.mkdir(parents=True, exist_ok=True)
         if fresh or not self.path.exists():
-            self.path.write_text(json.dumps({"header": header}) + "\n", encoding="utf-8")
+            atomic.write_text(self.path, json.dumps({"header": header}) + "\n")
             return
         lines = self.path.read_text(encoding="utf-8").splitlines()
         head = json.loads(lines[0]) if lines else {}
