@@ -5,7 +5,7 @@ the rest."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +21,6 @@ class CellTask:
     log: Path
     timeout: float
     grace_s: float = proc.DEFAULT_GRACE_S
-    resources: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
