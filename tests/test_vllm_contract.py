@@ -34,10 +34,35 @@ def source(version: str, member: str) -> str:
     return read_member(wheel.url, by_name[member]).decode("utf-8")
 
 
+def dataset_source(version: str) -> str:
+    """The benchmark datasets' argument definitions (one module, or a package later)."""
+    wheel = pick_wheel(project("vllm").files, Version(version), "3.12")
+    assert wheel is not None
+    names = [m.name for m in members(wheel.url)]
+    wanted = [n for n in names if re.fullmatch(r"vllm/benchmarks/datasets(?:/\w+)?\.py", n)]
+    return "".join(source(version, n) for n in wanted)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_random_dataset_lengths_win_and_are_spelled_as_the_builtin_does(version: str) -> None:
+    """--random-input-len / --random-output-len have defaults that override --input-len /
+    --output-len on the random dataset: the built-in must use the random spelling."""
+    data = dataset_source(version)
+    bench = source(version, BENCH[Builtin.THROUGHPUT])
+    for flag in ("--random-input-len", "--random-output-len"):
+        assert f'"{flag}"' in data
+    assert "random version (--random-input-len) will be preferred" in bench
+    argv = template(WorkloadConfig(builtin=Builtin.THROUGHPUT, model="m", input_len=77))
+    assert argv[argv.index("--random-input-len") + 1] == "77"
+    assert "--input-len" not in argv
+    assert 'print(f"Total num prompt tokens:  {total_prompt_tokens}")' in bench
+    assert 'print(f"Total num output tokens:  {total_output_tokens}")' in bench
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("builtin", [Builtin.THROUGHPUT, Builtin.LATENCY])
 def test_builtin_workload_flags_and_metrics_exist(version: str, builtin: Builtin) -> None:
-    src = source(version, BENCH[builtin])
+    src = source(version, BENCH[builtin]) + dataset_source(version)
     argv = template(WorkloadConfig(builtin=builtin, model="m"))
     own = [t for t in argv if t.startswith("--") and t != "--model"]  # --model: engine arg
     assert own
@@ -57,6 +82,12 @@ def test_the_smoke_probe_uses_real_entry_points(version: str) -> None:
     assert "class FlexibleArgumentParser" in source(version, "vllm/utils/argparse_utils.py")
     args = source(version, "vllm/engine/arg_utils.py")
     assert "def add_cli_args" in args and "def from_cli_args" in args
+    # The probe builds the engine as this version's own throughput benchmark does.
+    bench = source(version, BENCH[Builtin.THROUGHPUT])
+    if "def from_engine_args" in source(version, "vllm/entrypoints/llm.py"):
+        assert "LLM.from_engine_args(engine_args)" in bench
+    else:
+        assert "LLM(**dataclasses.asdict(engine_args))" in bench
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -15,8 +15,9 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -24,6 +25,66 @@ from typing import IO
 from vllmdiag.errors import ProcessError
 
 DEFAULT_GRACE_S = 10.0
+
+#: Set in every cell's environment (``<run id>:<cell id>``) and inherited by everything the
+#: cell starts, ``setsid`` escapees and reparented orphans included, so that a later
+#: vllmdiag can find what an earlier one, killed with SIGKILL, left running.
+TAG_VAR = "VLLMDIAG_CELL_TAG"
+
+#: Signals handled like Ctrl-C while a job runs (``timeout``, batch schedulers, systemd
+#: and a closed terminal send these): the cell's tree is ended and the run journaled.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_CLEANUP_BLOCK = {signal.SIGINT, *STOP_SIGNALS}
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, or a SIGTERM / SIGHUP handled like it; ``signame`` says which."""
+
+    def __init__(self, signame: str = "SIGINT") -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's convention: 128 + the signal's number."""
+        return 128 + int(getattr(signal, self.signame, signal.SIGINT))
+
+
+@dataclass
+class StopState:
+    """Which signal stopped the job, once one has (``None`` until then)."""
+
+    signame: str | None = None
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[StopState]:
+    """While the block runs, SIGTERM and SIGHUP raise :class:`Interrupted` in the main
+    thread exactly as Ctrl-C raises ``KeyboardInterrupt``; a second such signal while the
+    first is being handled is ignored, so the cleanup it started can finish. Outside the
+    main thread (where handlers cannot be set) this does nothing."""
+    state = StopState()
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        if state.signame is not None:
+            return
+        state.signame = signal.Signals(signum).name
+        raise Interrupted(state.signame)
+
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield state
+    except KeyboardInterrupt:
+        if state.signame is None:
+            state.signame = "SIGINT"
+        raise
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
 
 #: Variables a child never inherits unless the caller sets them explicitly: they change
 #: what vLLM, Python or uv do behind the recipe's back.
@@ -91,6 +152,7 @@ def run(
     grace_s: float = DEFAULT_GRACE_S,
     on_tick: Tick | None = None,
     tick_s: float = 0.25,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group.
 
@@ -98,7 +160,8 @@ def run(
     text instead (for short helper commands). A missing program raises
     :class:`ProcessError`; a non-zero exit does not (look at ``rc``), and neither does
     Ctrl-C: the tree is stopped and ``interrupted`` is set, for the caller to journal
-    before it stops.
+    before it stops. ``on_spawn`` gets the child's pid (also its process group and
+    session id) as soon as it exists, for the caller to journal.
     """
     args = tuple(str(a) for a in argv)
     out: IO[bytes]
@@ -129,6 +192,12 @@ def run(
                 f"cannot start {args[0]!r}: {exc.strerror or exc}",
                 hint="check that the program exists and is executable",
             ) from exc
+        if on_spawn is not None:
+            try:
+                on_spawn(child.pid)
+            except BaseException:
+                kill_tree(child, child.pid, set(), grace_s)
+                raise
         rc, timed_out, interrupted = _wait(child, start, timeout, grace_s, on_tick, tick_s)
         elapsed = time.monotonic() - start
         stdout = stderr = ""
@@ -188,13 +257,31 @@ def _wait(
                 kill_tree(child, pgid, tracked, grace_s)
                 return child.returncode, True, False
     except KeyboardInterrupt:
-        kill_tree(child, pgid, tracked, grace_s)
+        with _signals_held():
+            kill_tree(child, pgid, tracked, grace_s)
         return child.returncode, False, True
     # The child is gone; anything it left behind in its group or below it goes too.
     leftovers = _alive(group_members(pgid) | tracked)
     if leftovers:
         _terminate(leftovers, grace_s)
     return rc, False, False
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C, TERM and HUP while a tree is being ended, and drop those that came
+    meanwhile: the job is already stopping, and a second signal must not cut the cleanup
+    short and leave the engine running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, _CLEANUP_BLOCK)
+    try:
+        yield
+    finally:
+        while signal.sigtimedwait(_CLEANUP_BLOCK, 0) is not None:
+            pass
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _CLEANUP_BLOCK)
 
 
 def kill_tree(child: subprocess.Popen[bytes], pgid: int, tracked: set[int], grace_s: float) -> None:
@@ -278,3 +365,60 @@ def descendants(root: int) -> set[int]:
                 found.add(kid)
                 stack.append(kid)
     return found
+
+
+def end(pids: Iterable[int], grace_s: float = DEFAULT_GRACE_S) -> set[int]:
+    """TERM ``pids``, then KILL what outlives ``grace_s``; returns those that were alive."""
+    live = _alive(pids)
+    if live:
+        _terminate(live, grace_s)
+    return live
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (tells a reused pid apart)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(raw[raw.rfind(")") + 2 :].split()[19])
+
+
+def session_members(sid: int, since_ticks: int = 0) -> set[int]:
+    """Live processes of session ``sid`` that started at or after ``since_ticks``."""
+    out = set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            try:
+                raw = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rfind(")") + 2 :].split()
+            if fields[0] in ("Z", "X") or int(fields[3]) != sid:
+                continue
+            if int(fields[19]) >= since_ticks:
+                out.add(pid)
+    return out
+
+
+def tagged(prefix: str) -> dict[int, str]:
+    """Live processes whose environment carries ``TAG_VAR=<prefix>...``, with the tag."""
+    needle = f"{TAG_VAR}={prefix}".encode()
+    found: dict[int, str] = {}
+    me = os.getpid()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                environ = Path(f"/proc/{entry.name}/environ").read_bytes()
+            except OSError:
+                continue
+            for item in environ.split(b"\0"):
+                if item.startswith(needle):
+                    found[int(entry.name)] = item.split(b"=", 1)[1].decode("utf-8", "replace")
+                    break
+    return {pid: tag for pid, tag in found.items() if _alive([pid])}

@@ -16,6 +16,7 @@ from vllmdiag.config import load_recipe
 from vllmdiag.engine.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.engine.matrix_plan import plan
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.proc import Interrupted
 
 
 def matrix(
@@ -61,7 +62,15 @@ def matrix(
         if as_json:
             emit_json(report.to_json())
         if report.interrupted:
-            raise typer.Exit(130)
+            raise typer.Exit(Interrupted(report.stopped_by or "SIGINT").exit_code)
+        if report.cells_run == 0:
+            console.print(
+                "[bold red]error:[/] no cell could run: every cell is an error "
+                f"(see {report.run_dir / 'summary.md'} and the legs' logs under "
+                f"{report.run_dir / 'envs'})",
+                highlight=False,
+            )
+            raise typer.Exit(1)
 
 
 def _print_plan(console: Console, data: dict[str, Any]) -> None:

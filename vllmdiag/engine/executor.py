@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -32,14 +33,25 @@ class CellRun:
 
 
 Tick = Callable[[float], None]
+Spawned = Callable[[int], None]
 
 
 class Executor(Protocol):
     name: str
 
-    def run(self, task: CellTask, on_tick: Tick | None = None) -> CellRun:
-        """Run one cell to completion (or timeout, or interrupt) and say how it ended."""
+    def run(
+        self, task: CellTask, on_tick: Tick | None = None, on_spawn: Spawned | None = None
+    ) -> CellRun:
+        """Run one cell to completion (or timeout, or interrupt) and say how it ended;
+        ``on_spawn`` gets the cell's process id (its group and session) once it exists."""
         ...
+
+
+def log_header(task: CellTask) -> str:
+    """The first lines of a cell's log: when it started (local time, the clock vLLM's own
+    log stamps use, so start-up phases line up) and the command."""
+    started = datetime.now().isoformat(timespec="milliseconds")
+    return f"# vllmdiag: cell started {started} local time\n$ {' '.join(task.argv)}\n"
 
 
 class LocalExecutor:
@@ -47,9 +59,11 @@ class LocalExecutor:
 
     name = "local"
 
-    def run(self, task: CellTask, on_tick: Tick | None = None) -> CellRun:
+    def run(
+        self, task: CellTask, on_tick: Tick | None = None, on_spawn: Spawned | None = None
+    ) -> CellRun:
         with open(task.log, "a", encoding="utf-8") as fh:
-            fh.write(f"$ {' '.join(task.argv)}\n")
+            fh.write(log_header(task))
         done = proc.run(
             task.argv,
             env=task.env,
@@ -58,5 +72,6 @@ class LocalExecutor:
             log=task.log,
             grace_s=task.grace_s,
             on_tick=on_tick,
+            on_spawn=on_spawn,
         )
         return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)

@@ -8,8 +8,10 @@ process groups. Each finished cell's result is written atomically before the nex
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +30,15 @@ from vllmdiag.engine.events import (
 from vllmdiag.engine.executor import CellTask, Executor, LocalExecutor
 from vllmdiag.engine.journal import RunDir, host
 from vllmdiag.engine.matrix_plan import plan
-from vllmdiag.engine.readers import RunReaders
+from vllmdiag.engine.readers import HygieneSummary, RunReaders
+from vllmdiag.engine.vllm_cli import bench_dialect
 from vllmdiag.envs.cache import Env, EnvCache
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.locks import file_lock
 from vllmdiag.model.outcome import CellResult, Outcome
-from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.recipe import Recipe, WorkloadConfig
+from vllmdiag.model.shape import WorkloadShape, shape_problem
 from vllmdiag.model.verdict import MetricInfo, Verdict, decide
 from vllmdiag.paths import node_lock_path
 
@@ -67,6 +71,13 @@ class MatrixReport:
     verdict: Verdict
     envs: dict[str, dict[str, Any]]
     interrupted: bool = False
+    #: The signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``), if one did.
+    stopped_by: str | None = None
+
+    @property
+    def cells_run(self) -> int:
+        """Cells that produced a result (pass, fail or timeout), this run or reused."""
+        return sum(r.outcome.is_result for r in self.results)
 
     def to_json(self) -> dict[str, Any]:
         verdict = self.verdict.to_json()
@@ -75,6 +86,7 @@ class MatrixReport:
             "question": self.recipe.question,
             "run_dir": str(self.run_dir),
             "interrupted": self.interrupted,
+            "stopped_by": self.stopped_by,
             "cells": [_pick(r.to_json(), CELL_KEYS) for r in self.results],
             "envs": self.envs,
             "verdict": verdict,
@@ -82,9 +94,14 @@ class MatrixReport:
 
 
 def run_matrix(recipe: Recipe, options: MatrixOptions, observer: Observer = ignore) -> MatrixReport:
+    """Run ``recipe`` to its verdict. SIGTERM and SIGHUP stop it as Ctrl-C does: the
+    running cell's whole tree is ended, the stop journaled, the verdict marked partial."""
     plan(recipe, options.cache)  # validates every command before anything runs
-    with file_lock(node_lock_path(), wait=False, what="the node lock"):
-        return MatrixRun(recipe, options, observer).execute()
+    with proc.stop_signals() as stop, file_lock(node_lock_path(), wait=False, what="the node lock"):
+        report = MatrixRun(recipe, options, observer).execute()
+    if report.interrupted:
+        report = replace(report, stopped_by=stop.signame or "SIGINT")
+    return report
 
 
 class MatrixRun:
@@ -98,9 +115,11 @@ class MatrixRun:
             self.run = RunDir.resume(options.resume, recipe.name)
         else:
             self.run = RunDir.create(recipe.name, out=options.out, runs_root=options.runs_root)
+        self.run_id = _run_id(self.run) if options.resume else uuid.uuid4().hex[:16]
         self.readers = RunReaders()
         self.envs: dict[str, Env] = {}
         self.env_errors: dict[str, str] = {}
+        self.hygiene = HygieneSummary()
 
     def execute(self) -> MatrixReport:
         cells = planmod.expand(self.recipe)
@@ -113,19 +132,28 @@ class MatrixRun:
             resumed=resumed,
             host=host(),
             executor=self.opts.executor.name,
+            run_id=self.run_id,
         )
         self.notify(RunStarted(self.run.path, len(cells), resumed))
-        self.build_legs(planmod.legs_needed(cells))
-        self._hygiene()
-        prior = self.run.finished() if resumed else {}
+        if resumed:
+            self._end_leftovers()
         results: list[CellResult] = []
         interrupted = False
-        for index, cell in enumerate(cells, start=1):
-            result = self.run_cell(index, len(cells), cell, prior.get(cell.id))
-            if result is None:
-                interrupted = True
-                break
-            results.append(result)
+        try:
+            self.build_legs(planmod.legs_needed(cells))
+            self._hygiene()
+            prior = self.run.finished() if resumed else {}
+            for index, cell in enumerate(cells, start=1):
+                result = self.run_cell(index, len(cells), cell, prior.get(cell.id))
+                if result is None:
+                    interrupted = True
+                    break
+                results.append(result)
+        except KeyboardInterrupt:
+            interrupted = True
+        if interrupted:
+            done = {r.id for r in results}
+            results += [_skipped(c) for c in cells if c.id not in done]
         verdict = self._verdict(results)
         report = MatrixReport(
             self.recipe,
@@ -144,6 +172,25 @@ class MatrixRun:
             verdict=verdict.to_json(),
         )
         return report
+
+    def _end_leftovers(self) -> None:
+        """End what an earlier vllmdiag, killed before it could clean up, left running
+        for this run directory: processes carrying its cell tag, and the sessions its
+        cells were started in (a pid reused since is told apart by its start time)."""
+        found = set(proc.tagged(f"{self.run_id}:"))
+        for ev in self.run.events():
+            if ev.get("event") == "cell_spawned" and isinstance(ev.get("pid"), int):
+                found |= proc.session_members(ev["pid"], int(ev.get("start_ticks") or 0))
+        ended = sorted(proc.end(found, self.opts.grace_s))
+        if ended:
+            self.run.event("leftovers_ended", pids=ended)
+            self.notify(
+                Note(
+                    "warning",
+                    f"ended {len(ended)} process(es) an earlier, killed run of this "
+                    f"directory left running (pids {', '.join(map(str, ended))})",
+                )
+            )
 
     def build_legs(self, legs: Sequence[LegSpec]) -> None:
         for leg in legs:
@@ -170,6 +217,7 @@ class MatrixRun:
 
     def _hygiene(self) -> None:
         findings = self.readers.hygiene(list(self.envs.values()), self.recipe)
+        self.hygiene = findings
         self.run.write_json(
             "manifest.json",
             {
@@ -200,6 +248,11 @@ class MatrixRun:
             return self._finish(index, total, _error(cell, f"leg {cell.leg.name}: {reason}"))
         out_dir = self.run.out_dir(cell.id)
         wl = self.recipe.workloads[cell.workload]
+        dialect = (
+            bench_dialect(env.python, cell.env.get("PYTHONPATH", ""))
+            if wl.builtin is not None
+            else wlmod.CURRENT
+        )
         argv = wlmod.render(
             wl,
             name=cell.workload,
@@ -207,6 +260,7 @@ class MatrixRun:
             out_dir=out_dir,
             recipe_dir=self.recipe.recipe_dir,
             python=env.python,
+            dialect=dialect,
         )
         fp = planmod.fingerprint(cell, env.lock_hash, argv, cell.workload)
         if prior is not None and prior.fingerprint == fp and prior.outcome.is_result:
@@ -217,6 +271,7 @@ class MatrixRun:
         log = self.run.log_path(cell.id)
         child_env = env.child_environ(proc.clean_environ())
         child_env.update(cell.env)
+        child_env[proc.TAG_VAR] = f"{self.run_id}:{cell.id}"
         self.run.event(
             "cell_started",
             id=cell.id,
@@ -235,7 +290,16 @@ class MatrixRun:
         )
         try:
             done = self.opts.executor.run(
-                task, on_tick=lambda s: self.notify(CellTick(cell.id, s, log))
+                task,
+                on_tick=lambda s: self.notify(CellTick(cell.id, s, log)),
+                on_spawn=lambda pid: self.run.event(
+                    "cell_spawned",
+                    id=cell.id,
+                    pid=pid,
+                    pgid=pid,
+                    sid=pid,
+                    start_ticks=proc.start_ticks(pid),
+                ),
             )
         except ProcessError as exc:
             return self._finish(index, total, _error(cell, exc.render(), fp, env, argv))
@@ -270,6 +334,19 @@ class MatrixRun:
         else:
             outcome, reason = Outcome.FAIL, f"exit status {rc}"
         root = self.readers.root_cause(log) if outcome in (Outcome.FAIL, Outcome.TIMEOUT) else None
+        run_fp = self.readers.run_fingerprint(log, self.hygiene.notable(cell.leg.name))
+        if outcome is Outcome.FAIL and root is not None and root.get("origin") == "tool":
+            # A probe or launcher of vllmdiag broke: that is vllmdiag's bug, not the cell's.
+            outcome = Outcome.ERROR
+            reason = (
+                "vllmdiag's own code failed, so this cell says nothing about the leg: "
+                f"{root.get('type') or 'error'}: {root.get('message') or ''} "
+                f"({root.get('where') or 'see the log'}); please report it to vllmdiag"
+            )
+        if outcome is Outcome.PASS:
+            problem, run_fp = self._shape(wl, argv, run_fp, cell.id)
+            if problem:
+                outcome, reason = Outcome.ERROR, problem
         return CellResult(
             id=cell.id,
             arm=cell.arm,
@@ -285,9 +362,36 @@ class MatrixRun:
             lock_hash=env.lock_hash,
             argv=tuple(argv),
             root_cause=root,
-            run_fingerprint=self.readers.run_fingerprint(log),
+            run_fingerprint=run_fp,
             log_path=str(log),
         )
+
+    def _shape(
+        self,
+        wl: WorkloadConfig,
+        argv: Sequence[str],
+        run_fp: dict[str, Any] | None,
+        cell_id: str,
+    ) -> tuple[str | None, dict[str, Any] | None]:
+        """Check the work the benchmark reports against what the recipe asked; the
+        request count comes from the built-in's JSON (the log states only tokens)."""
+        asked = wlmod.asked_shape(wl, argv)
+        if asked is None or run_fp is None:
+            return None, run_fp
+        reported = run_fp.get("workload") or {}
+        count, _ = wlmod.json_number(
+            self.run.out_dir(cell_id) / wlmod.THROUGHPUT_JSON, "num_requests"
+        )
+        got = WorkloadShape(
+            num_prompts=int(count) if count is not None else None,
+            prompt_tokens=reported.get("prompt_tokens"),
+            output_tokens=reported.get("output_tokens"),
+            stated_mismatch=int(reported.get("stated_mismatch") or 0),
+        )
+        run_fp = {**run_fp, "workload": {**reported, "num_prompts": got.num_prompts}}
+        if got.prompt_tokens is None and got.output_tokens is None and got.num_prompts is None:
+            return None, run_fp
+        return shape_problem(asked, got), run_fp
 
     def _finish(self, index: int, total: int, result: CellResult) -> CellResult:
         self.run.write_result(result)
@@ -318,6 +422,29 @@ class MatrixRun:
             target=self.recipe.target,
             inert=inert,
         )
+
+
+def _run_id(run: RunDir) -> str:
+    """The id an earlier start of this run directory gave it (older journals have none:
+    then one derived from the directory, stable across resumes)."""
+    for ev in run.events():
+        if ev.get("event") == "run_started" and isinstance(ev.get("run_id"), str):
+            return str(ev["run_id"])
+    return hashlib.sha256(str(run.path.resolve()).encode()).hexdigest()[:16]
+
+
+def _skipped(cell: planmod.CellPlan) -> CellResult:
+    return CellResult(
+        id=cell.id,
+        arm=cell.arm,
+        workload=cell.workload,
+        repeat=cell.repeat,
+        outcome=Outcome.SKIPPED,
+        rc=None,
+        elapsed_s=0.0,
+        reason="not run: the run was interrupted",
+        leg=cell.leg.name,
+    )
 
 
 def _error(

@@ -12,6 +12,7 @@ from typing import Any
 from vllmdiag.engine import plan as planmod
 from vllmdiag.envs.cache import Env
 from vllmdiag.fingerprint import fingerprint_file
+from vllmdiag.fingerprint.startup import dominant, dominant_json
 from vllmdiag.hygiene import doctor, known_env_vars
 from vllmdiag.model.inert import ArmEvidence, inert_reason, unknown_env_vars
 from vllmdiag.model.outcome import CellResult
@@ -31,6 +32,15 @@ class HygieneSummary:
     @property
     def contaminated(self) -> bool:
         return any(r.get("contaminated") for r in self.per_leg.values())
+
+    def notable(self, leg: str) -> list[tuple[str, str]]:
+        """``(code, message)`` of the leg's warnings and contaminations."""
+        r = self.per_leg.get(leg, {})
+        return [
+            (str(f.get("code")), str(f.get("message")))
+            for f in r.get("findings", [])
+            if f.get("severity") in ("contaminated", "warning")
+        ]
 
     def contaminations(self) -> list[str]:
         return [
@@ -74,9 +84,16 @@ class RunReaders:
             }
         return dict(root)
 
-    def run_fingerprint(self, log: Path) -> dict[str, Any] | None:
+    def run_fingerprint(
+        self, log: Path, findings: Sequence[tuple[str, str]] = ()
+    ) -> dict[str, Any] | None:
+        """The run's fingerprint; a start-up phase that dominates is named with the leg's
+        hygiene finding (``(code, message)``) that explains it."""
         try:
-            fp: dict[str, Any] = fingerprint_file(log).to_json()
+            fingerprint = fingerprint_file(log)
+            fp: dict[str, Any] = fingerprint.to_json()
+            if fingerprint.startup is not None:
+                fp["startup_dominant"] = dominant_json(dominant(fingerprint.startup, findings))
         except Exception as exc:  # as above: recorded, not fatal
             return {"reader_error": f"fingerprint failed: {exc!r}"}
         return fp

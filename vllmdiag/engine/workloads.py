@@ -12,12 +12,14 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from vllmdiag import probes
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Flag
 from vllmdiag.model.recipe import Builtin, MetricSpec, WorkloadConfig
+from vllmdiag.model.shape import ShapeAsked
 
 PLACEHOLDERS = ("model", "out_dir", "flags", "recipe_dir", "python")
 
@@ -43,12 +45,30 @@ BUILTIN_METRICS: dict[Builtin, tuple[MetricSpec, ...]] = {
 }
 
 
-def template(wl: WorkloadConfig) -> list[str]:
+@dataclass(frozen=True)
+class BenchDialect:
+    """How a leg's ``vllm bench`` spells what the built-ins need.
+
+    ``random_lengths``: the random dataset has ``--random-input-len`` /
+    ``--random-output-len``, whose defaults (1024 / 128) win over ``--input-len`` /
+    ``--output-len`` (vLLM 0.18 through 0.29 at least; it only warns). A leg whose vLLM
+    lacks them takes the plain spelling.
+    """
+
+    random_lengths: bool = True
+
+
+CURRENT = BenchDialect()
+PLAIN_LENGTHS = BenchDialect(random_lengths=False)
+
+
+def template(wl: WorkloadConfig, dialect: BenchDialect = CURRENT) -> list[str]:
     """The argv template of a workload, placeholders still in."""
     if wl.command is not None:
         return shlex.split(wl.command) if isinstance(wl.command, str) else list(wl.command)
     assert wl.builtin is not None
     if wl.builtin is Builtin.THROUGHPUT:
+        prefix = "--random-" if dialect.random_lengths else "--"
         return [
             "vllm",
             "bench",
@@ -57,9 +77,9 @@ def template(wl: WorkloadConfig) -> list[str]:
             "{model}",
             "--dataset-name",
             "random",
-            "--input-len",
+            f"{prefix}input-len",
             str(wl.input_len),
-            "--output-len",
+            f"{prefix}output-len",
             str(wl.output_len),
             "--num-prompts",
             str(wl.num_prompts),
@@ -97,6 +117,7 @@ def render(
     out_dir: Path,
     recipe_dir: Path,
     python: Path,
+    dialect: BenchDialect = CURRENT,
 ) -> list[str]:
     """argv for one cell. ``{flags}`` as a whole token expands to the flags' tokens."""
     values = {
@@ -106,7 +127,7 @@ def render(
         "python": str(python),
     }
     flag_tokens = [t for f in flags for t in f.argv()]
-    tokens = template(wl)
+    tokens = template(wl, dialect)
     argv: list[str] = []
     for token in tokens:
         if token == "{flags}":
@@ -129,6 +150,37 @@ def render(
             "silently do nothing",
         )
     return argv
+
+
+_SHAPE_FIELDS = ("num_prompts", "input_len", "output_len")
+
+
+def asked_shape(wl: WorkloadConfig, argv: Sequence[str]) -> ShapeAsked | None:
+    """The shape a cell must take: the throughput built-in's, or what a command workload
+    declares with ``num_prompts`` / ``input_len`` / ``output_len``. None: nothing asked."""
+    if wl.builtin is Builtin.THROUGHPUT:
+        return ShapeAsked(wl.num_prompts, wl.input_len, wl.output_len, _range_ratio(argv))
+    if wl.command is None or not set(_SHAPE_FIELDS) & wl.model_fields_set:
+        return None
+    given = {f: getattr(wl, f) for f in _SHAPE_FIELDS if f in wl.model_fields_set}
+    return ShapeAsked(**given, range_ratio=_range_ratio(argv))
+
+
+def _range_ratio(argv: Sequence[str]) -> float:
+    """``--random-range-ratio`` as given (default 0); a form not understood counts as the
+    widest range the dataset allows, so the check never calls a valid run wrong."""
+    for i, token in enumerate(argv):
+        value = None
+        if token == "--random-range-ratio" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif token.startswith("--random-range-ratio="):
+            value = token.split("=", 1)[1]
+        if value is not None:
+            try:
+                return min(max(float(value), 0.0), 1.0)
+            except ValueError:
+                return 1.0
+    return 0.0
 
 
 def specs_for(wl: WorkloadConfig, recipe_metrics: Sequence[MetricSpec]) -> tuple[MetricSpec, ...]:
@@ -157,6 +209,11 @@ def extract(
         else:
             found[spec.name] = value
     return found, missing
+
+
+def json_number(path: Path, key: str) -> tuple[float | None, str]:
+    """A number at ``key`` (dotted) in a JSON file a workload wrote, or why not."""
+    return _from_json(path, key)
 
 
 def _from_json(path: Path, key: str) -> tuple[float | None, str]:

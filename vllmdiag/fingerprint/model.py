@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from vllmdiag.fingerprint.startup import StartupTimeline
+from vllmdiag.model.shape import WorkloadShape
+
 
 @dataclass(frozen=True)
 class Fingerprint:
@@ -29,6 +32,8 @@ class Fingerprint:
     omp_num_threads: int | None = None
     unknown_env_vars: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
+    workload: WorkloadShape | None = None
+    startup: StartupTimeline | None = None
     path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -39,7 +44,8 @@ class Fingerprint:
 
     @staticmethod
     def field_names() -> list[str]:
-        return [f.name for f in fields(Fingerprint) if f.name != "path"]
+        """The fields compared one by one (the start-up timeline is diffed by phase)."""
+        return [f.name for f in fields(Fingerprint) if f.name not in ("path", "startup")]
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,14 @@ def fingerprint_diff(a: Fingerprint, b: Fingerprint) -> list[FieldDiff]:
     out = []
     for name in Fingerprint.field_names():
         va, vb = getattr(a, name), getattr(b, name)
+        if isinstance(va, WorkloadShape) and isinstance(vb, WorkloadShape):
+            status = "same" if va.comparable() == vb.comparable() else "different"
+            out.append(FieldDiff(name, va.describe(), vb.describe(), status))
+            continue
+        if isinstance(va, WorkloadShape):
+            va = va.describe()
+        if isinstance(vb, WorkloadShape):
+            vb = vb.describe()
         empty_a = va is None or va == ()
         empty_b = vb is None or vb == ()
         if isinstance(va, tuple) and isinstance(vb, tuple):

@@ -11,6 +11,8 @@ from typing import Any
 
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.fingerprint.model import Fingerprint
+from vllmdiag.fingerprint.startup import MARKER_WORDS, TimelineBuilder
+from vllmdiag.model.shape import WorkloadShape
 from vllmdiag.triage.lines import normalise
 from vllmdiag.triage.reader import scan
 
@@ -20,7 +22,12 @@ MARKERS = re.compile(
     rb"|KV cache size|Maximum concurrency|Chunked prefill|raph captur|CUDA graph|cudagraph"
     rb"|Cudagraph|nforce eager|Encoder cache will|Torch parallelism|OMP_NUM_THREADS"
     rb"|Unknown vLLM environment|plugin| -> |name=|Using \w+ backend"
+    rb"|Total num (?:prompt|output) tokens|Across all generated prompts|^# vllmdiag: "
+    rb"|" + MARKER_WORDS,
+    re.MULTILINE,
 )
+#: The first vLLM log line (the end of the imports phase) lies in the head of the log.
+_HEAD_BYTES = 1 << 20
 
 _OLD_ATTN = {
     "Flash Attention": "FLASH_ATTN",
@@ -73,6 +80,11 @@ def _old_attention(out: dict[str, Any], m: re.Match[str]) -> None:
     name = _OLD_ATTN.get(raw) or (raw if re.fullmatch(r"[A-Z][A-Z0-9_]+", raw) else None)
     if name and out.get("attention_backend") is None:
         out["attention_backend"] = name
+
+
+def _mismatch(out: dict[str, Any], m: re.Match[str]) -> None:
+    sign = 1 if m.group(2) == "more" else -1
+    out["stated_mismatch"] = out.get("stated_mismatch", 0) + sign * _int(m.group(1))
 
 
 def _sm_split(out: dict[str, Any], m: re.Match[str]) -> None:
@@ -177,6 +189,12 @@ RULES: tuple[tuple[re.Pattern[str], Setter], ...] = (
     ),
     (re.compile(r"\bOMP_NUM_THREADS[=:]\s*'?(\d+)"), _set("omp_num_threads", int)),
     (re.compile(r"Unknown vLLM environment variable detected: (\w+)"), _add("unknown_env_vars")),
+    (re.compile(r"^Total num prompt tokens: +([\d,]+)"), _set("prompt_tokens", _int)),
+    (re.compile(r"^Total num output tokens: +([\d,]+)"), _set("output_tokens", _int)),
+    (
+        re.compile(r"Across all generated prompts, there were ([\d,]+) (more|fewer) tokens"),
+        _mismatch,
+    ),
     (re.compile(r"^- (\S+) -> \S+"), _add("plugins")),
     (re.compile(r"^name=(\S+), value=\S+"), _add("plugins")),
     (re.compile(r"(?:Loading plugin|plugin) (\S+?)(?: loaded)?\.?$"), _add("plugins_loaded")),
@@ -186,19 +204,29 @@ RULES: tuple[tuple[re.Pattern[str], Setter], ...] = (
 def parse_lines(lines: list[str]) -> Fingerprint:
     """Fingerprint from already-read lines (tests, short logs)."""
     out: dict[str, Any] = {}
+    startup = TimelineBuilder()
     for i, raw in enumerate(lines, 1):
+        startup.line(raw)
         _apply(out, normalise(raw, i).text)
-    return _build(out)
+    return _build(out, startup)
 
 
 def fingerprint_file(path: Path) -> Fingerprint:
     """Parse what a run actually did from its log (streamed)."""
     out: dict[str, Any] = {}
+    startup = TimelineBuilder()
 
     def feed(number: int, raw: bytes) -> None:
-        _apply(out, normalise(raw.decode("utf-8", "replace"), number).text)
+        text = raw.decode("utf-8", "replace")
+        startup.line(text)
+        _apply(out, normalise(text, number).text)
 
     try:
+        with open(path, "rb") as fh:
+            for raw_line in fh.read(_HEAD_BYTES).splitlines():
+                startup.line(raw_line.decode("utf-8", "replace"))
+                if startup.first_log is not None:
+                    break
         scan(path, feed, lambda: False, MARKERS, anywhere=None)
     except OSError as exc:
         raise VllmdiagError(
@@ -206,7 +234,7 @@ def fingerprint_file(path: Path) -> Fingerprint:
             where=str(path),
             hint="give the path of a captured run log",
         ) from None
-    return replace(_build(out), path=str(path))
+    return replace(_build(out, startup), path=str(path))
 
 
 def _apply(out: dict[str, Any], text: str) -> None:
@@ -218,7 +246,7 @@ def _apply(out: dict[str, Any], text: str) -> None:
             setter(out, m)
 
 
-def _build(out: dict[str, Any]) -> Fingerprint:
+def _build(out: dict[str, Any], startup: TimelineBuilder | None = None) -> Fingerprint:
     graphs = out.get("cuda_graphs")
     eager = out.get("enforce_eager")
     if graphs is None and eager is True:
@@ -250,4 +278,16 @@ def _build(out: dict[str, Any]) -> Fingerprint:
         omp_num_threads=out.get("omp_num_threads"),
         unknown_env_vars=tuple(out.get("unknown_env_vars", [])),
         plugins=tuple(plugins),
+        workload=_workload(out),
+        startup=startup.build() if startup is not None else None,
+    )
+
+
+def _workload(out: dict[str, Any]) -> WorkloadShape | None:
+    if out.get("prompt_tokens") is None and out.get("output_tokens") is None:
+        return None
+    return WorkloadShape(
+        prompt_tokens=out.get("prompt_tokens"),
+        output_tokens=out.get("output_tokens"),
+        stated_mismatch=out.get("stated_mismatch", 0),
     )

@@ -16,6 +16,7 @@ from vllmdiag.model.verdict import (
     Verdict,
     _effect_sentences,
     median_spread,
+    not_run,
 )
 
 
@@ -102,6 +103,8 @@ def _arm_effect(
         return Effect.CONTROL, "vs baseline: " + (", ".join(parts) or "no result")
     if arm.name in inert:
         return Effect.INERT, inert[arm.name]
+    if not_run(cells, [w for w in workloads if w in metrics]):
+        return Effect.NOT_RUN, "not run: the run stopped before its cells"
     failed = [w for w in workloads if cells[w].state in ("fail", "error", "skipped")]
     if failed:
         states = ", ".join(f"{w} {cells[w].label}" for w in failed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -30,6 +30,7 @@ class Effect(str, Enum):
     ERROR = "error"
     CONTROL = "control"
     INERT = "inert"
+    NOT_RUN = "not_run"
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,13 @@ class Verdict:
     failing: tuple[str, ...]
     summary: str
     metric: str | None = None
+    partial: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
             "metric": self.metric,
+            "partial": self.partial,
             "failing_workloads": list(self.failing),
             "baseline": {w: _status_json(s) for w, s in self.baseline.items()},
             "arms": [a.to_json() for a in self.arms],
@@ -122,15 +125,31 @@ def decide(
     inert: Mapping[str, str] | None = None,
 ) -> Verdict:
     """The verdict over ``results``. ``metrics`` (workload → primary metric) makes it a
-    metric matrix; ``inert`` maps arm names to why they did not take effect."""
+    metric matrix; ``inert`` maps arm names to why they did not take effect. Cells that
+    were never run (``skipped``, an interrupted run) make the verdict partial: their arms
+    are *not run*, never *error*, and nothing is concluded from their absence."""
     by: dict[tuple[str, str], list[CellResult]] = {}
     for r in results:
         by.setdefault((r.arm, r.workload), []).append(r)
+    skipped = sum(r.outcome is Outcome.SKIPPED for r in results)
     if metrics:
         from vllmdiag.model.metric_verdict import decide_metric
 
-        return decide_metric(arms, workloads, by, metrics, target, inert or {})
-    return _decide_pass_fail(arms, workloads, by, inert or {})
+        verdict = decide_metric(arms, workloads, by, metrics, target, inert or {})
+    else:
+        verdict = _decide_pass_fail(arms, workloads, by, inert or {})
+    if not skipped:
+        return verdict
+    head = (
+        f"Partial run: {skipped} of {len(results)} cells were not run (the run was "
+        "interrupted; resume it to finish)."
+    )
+    return replace(verdict, partial=True, summary=f"{head} {verdict.summary}")
+
+
+def not_run(states: Mapping[str, Status], workloads: Sequence[str]) -> bool:
+    """True when every one of ``workloads`` is missing only because it was not run."""
+    return bool(workloads) and all(states[w].state == "skipped" for w in workloads)
 
 
 def pass_fail_status(cells: Sequence[CellResult]) -> Status:
@@ -186,6 +205,8 @@ def _pf_effect(
         return Effect.CONTROL, "mixed: " + ", ".join(f"{w} {cells[w].state}" for w in failing)
     if arm.name in inert:
         return Effect.INERT, inert[arm.name]
+    if not_run(cells, list(failing or cells)):
+        return Effect.NOT_RUN, "not run: the run stopped before its cells"
     errors = [w for w in (failing or cells) if cells[w].state in ("error", "skipped")]
     if errors:
         return Effect.ERROR, f"no result on {', '.join(errors)} (the cell could not be set up)"
@@ -236,8 +257,13 @@ def _effect_sentences(verdicts: Sequence[ArmVerdict]) -> list[str]:
         parts.append(f"Error: {v.name}, {v.detail}.")
     for v in groups.get(Effect.CONTROL, []):
         parts.append(f"Control {v.name} {v.detail}.")
+    if groups.get(Effect.NOT_RUN):
+        parts.append("Not run: " + ", ".join(v.name for v in groups[Effect.NOT_RUN]) + ".")
     if not groups.get(Effect.SUFFICIENT) and not groups.get(Effect.PARTIAL):
-        parts.append("No arm changes the outcome.")
+        if groups.get(Effect.NOT_RUN):
+            parts.append("No arm that ran changes the outcome; the arms not run may.")
+        else:
+            parts.append("No arm changes the outcome.")
     return parts
 
 

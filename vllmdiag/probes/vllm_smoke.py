@@ -2,9 +2,11 @@
 
 Run by a leg's own python. It parses the flags with vLLM's own ``EngineArgs`` parser
 (the same one ``vllm bench throughput`` uses), so every engine flag an arm adds is
-accepted or rejected exactly as the leg's CLI would, then builds ``LLM(...)`` the way the
-throughput benchmark does and generates from a short text prompt. Exit 0 means the
-engine started and generated.
+accepted or rejected exactly as the leg's CLI would, then builds the engine the way that
+leg's own ``vllm bench throughput`` does (``LLM.from_engine_args`` where vLLM has it,
+0.26 and later; ``LLM(**dataclasses.asdict(engine_args))`` before, as 0.18 does: the
+latter fails on 0.26, whose config types no longer round-trip through ``asdict``) and
+generates from a short text prompt. Exit 0 means the engine started and generated.
 """
 
 import dataclasses
@@ -30,6 +32,14 @@ def parser():
     return EngineArgs.add_cli_args(p)
 
 
+def build(llm_class, engine_args):
+    """The engine, built as the leg's own benchmark entry point builds it."""
+    from_engine_args = getattr(llm_class, "from_engine_args", None)
+    if from_engine_args is not None:
+        return from_engine_args(engine_args)
+    return llm_class(**dataclasses.asdict(engine_args))
+
+
 def main():
     from vllm import LLM, SamplingParams
     from vllm.engine.arg_utils import EngineArgs
@@ -37,7 +47,7 @@ def main():
     args = parser().parse_args()
     engine_args = EngineArgs.from_cli_args(args)
     start = time.monotonic()
-    llm = LLM(**dataclasses.asdict(engine_args))
+    llm = build(LLM, engine_args)
     print(f"vllmdiag-smoke: engine started in {time.monotonic() - start:.1f}s", flush=True)
     if args.no_generate:
         return 0

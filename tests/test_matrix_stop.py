@@ -1,0 +1,166 @@
+"""Stopping a matrix from outside: SIGTERM and SIGHUP behave as Ctrl-C (the cell's whole
+tree ended, the stop journaled, a non-zero exit), a SIGKILLed run's leftovers are ended by
+the next resume, and an interrupted run's verdict says it is partial."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vllmdiag import proc
+from vllmdiag.cli.app import app
+
+TREE = """
+import os, subprocess, sys, time
+out = sys.argv[1]
+if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
+    print("quick"); sys.exit(0)
+# a child that ignores TERM, and a grandchild that left the session (setsid)
+kid = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
+esc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+    start_new_session=True)
+open(os.path.join(out, "pids"), "w").write(f"{os.getpid()} {kid.pid} {esc.pid}")
+print("engine up", flush=True)
+time.sleep(600)
+"""
+
+
+def _recipe(tmp_path: Path, workloads: int = 1) -> Path:
+    (tmp_path / "tree.py").write_text(TREE)
+    command = "{python} {recipe_dir}/tree.py {out_dir} {recipe_dir}/quick {flags}"
+    wls = "\n".join(f'  w{i}: {{command: "{command}"}}' for i in range(1, workloads + 1))
+    body = f"""\
+name: stop
+question: does a stop leave anything behind?
+legs:
+  here:
+    path: {sys.executable}
+baseline: {{leg: here}}
+arms:
+  - {{name: eager, flag: --enforce-eager}}
+workloads:
+{wls}
+timeout: 300
+"""
+    path = tmp_path / "recipe.yaml"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def _events(run_dir: Path) -> list[dict[str, object]]:
+    path = run_dir / "run.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _start(path: Path, run_dir: Path, *extra: str) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-c", "from vllmdiag.cli.app import main; main()", "matrix"]
+    return subprocess.Popen(
+        [*cmd, str(path), "--out", str(run_dir), "--grace", "1", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _pids_when_up(run_dir: Path, cell: str) -> list[int]:
+    pid_file = run_dir / "cells" / cell / "out" / "pids"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if pid_file.exists() and len(pid_file.read_text().split()) == 3:
+            return [int(p) for p in pid_file.read_text().split()]
+        time.sleep(0.05)
+    raise AssertionError(f"{cell} never came up")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_ends_the_cells_tree_and_journals_it(tmp_path: Path, sig: int) -> None:
+    path = _recipe(tmp_path)
+    run_dir = tmp_path / "run"
+    runner = _start(path, run_dir, "--json")
+    pids = _pids_when_up(run_dir, "r1.baseline.w1")
+    runner.send_signal(sig)
+    stdout, stderr = runner.communicate(timeout=60)
+    assert runner.returncode == 128 + sig, stderr.decode()
+    assert not [p for p in pids if _alive(p)], "the cell's tree outlived the stop"
+    kinds = [e["event"] for e in _events(run_dir)]
+    assert "cell_interrupted" in kinds
+    finished = [e for e in _events(run_dir) if e["event"] == "run_finished"]
+    assert finished and finished[-1]["status"] == "interrupted"
+    report = json.loads(stdout)
+    assert report["stopped_by"] == signal.Signals(sig).name
+    assert report["verdict"]["partial"] is True
+    outcomes = {c["id"]: c["outcome"] for c in report["cells"]}
+    assert outcomes == {"r1.baseline.w1": "skipped", "r1.eager.w1": "skipped"}
+    arms = {a["name"]: a["effect"] for a in report["verdict"]["arms"]}
+    assert arms == {"eager": "not_run"}
+    assert "No arm changes the outcome" not in report["verdict"]["summary"]
+    assert report["verdict"]["summary"].startswith("Partial run")
+
+
+def test_resume_ends_what_a_sigkilled_run_left_running(tmp_path: Path) -> None:
+    path = _recipe(tmp_path)
+    run_dir = tmp_path / "run"
+    runner = _start(path, run_dir)
+    pids = _pids_when_up(run_dir, "r1.baseline.w1")
+    runner.send_signal(signal.SIGKILL)
+    runner.wait(timeout=30)
+    time.sleep(0.3)
+    assert all(_alive(p) for p in pids), "SIGKILL of vllmdiag should leave the tree"
+    spawned = [e for e in _events(run_dir) if e["event"] == "cell_spawned"]
+    assert spawned and spawned[0]["pgid"] == spawned[0]["pid"] == pids[0]
+    (tmp_path / "quick").write_text("")
+    result = CliRunner().invoke(app, ["matrix", str(path), "--resume", str(run_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    assert not [p for p in pids if _alive(p)], "resume left the earlier run's processes"
+    ended = [e for e in _events(run_dir) if e["event"] == "leftovers_ended"]
+    assert ended and set(pids) <= set(ended[0]["pids"])  # type: ignore[arg-type]
+    assert "earlier, killed run" in result.stderr
+
+
+def test_a_second_term_does_not_cut_the_cleanup_short(tmp_path: Path) -> None:
+    path = _recipe(tmp_path)
+    run_dir = tmp_path / "run"
+    runner = _start(path, run_dir)
+    pids = _pids_when_up(run_dir, "r1.baseline.w1")
+    runner.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    runner.send_signal(signal.SIGTERM)  # a scheduler's second notice, during cleanup
+    runner.communicate(timeout=60)
+    assert runner.returncode == 128 + signal.SIGTERM
+    assert not [p for p in pids if _alive(p)]
+
+
+def test_processes_are_found_by_their_cell_tag(tmp_path: Path) -> None:
+    env = {**os.environ, proc.TAG_VAR: "abc:r1.x"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while child.pid not in proc.tagged("abc:") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.tagged("abc:").get(child.pid) == "abc:r1.x"
+        assert child.pid not in proc.tagged("abd:")
+        assert proc.end({child.pid}, grace_s=1) == {child.pid}
+    finally:
+        child.kill()
+        child.wait()
