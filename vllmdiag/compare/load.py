@@ -1,0 +1,109 @@
+"""One side of a comparison from a path: a Markdown, TSV or CSV file (possibly a whole
+report with several tables), with the table picked by a heading substring."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from vllmdiag.compare.columns import build, layout
+from vllmdiag.compare.grids import RawTable, delimited_tables, markdown_tables
+from vllmdiag.compare.model import ResultTable
+from vllmdiag.errors import VllmdiagError
+
+FORMATS = (".md", ".markdown", ".tsv", ".tab", ".csv", ".txt")
+_MD_TABLE = re.compile(r"^\s*\|.*\|\s*\n\s*\|?\s*:?-{3,}", re.M)
+
+
+def _format(path: Path, text: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".md", ".markdown"):
+        return "md"
+    if suffix in (".tsv", ".tab"):
+        return "tsv"
+    if suffix == ".csv":
+        return "csv"
+    if _MD_TABLE.search(text):
+        return "md"
+    if "\t" in text:
+        return "tsv"
+    if "," in text:
+        return "csv"
+    raise VllmdiagError(
+        "cannot tell the format: no Markdown table, no tabs, no commas",
+        where=str(path),
+        hint="give a .md, .tsv or .csv results table",
+    )
+
+
+def raw_tables(path: Path) -> list[RawTable]:
+    """Every table in the file at ``path``."""
+    if path.is_dir():
+        return _study_dir(path)
+    if not path.is_file():
+        raise VllmdiagError(
+            "no such file", where=str(path), hint="give a results table (.md, .tsv or .csv)"
+        )
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise VllmdiagError(
+            f"not UTF-8 text (byte {exc.start})",
+            where=str(path),
+            hint="save the table as UTF-8 text (.md, .tsv or .csv)",
+        ) from None
+    fmt = _format(path, text)
+    if fmt == "md":
+        return markdown_tables(str(path), text)
+    return delimited_tables(str(path), text, "\t" if fmt == "tsv" else ",", path.stem)
+
+
+def _study_dir(path: Path) -> list[RawTable]:
+    """A directory is where a study run will be read from: its typed result points go
+    through :func:`vllmdiag.compare.results.table_from_results`. Until a study reader
+    exists, say so plainly."""
+    raise VllmdiagError(
+        "is a directory; compare reads a results table",
+        where=str(path),
+        hint="give a .md, .tsv or .csv file with one column per leg (0.18, 0.26, ...)",
+    )
+
+
+def _listing(tables: list[RawTable]) -> str:
+    shown = [f"'{t.title or '(untitled)'}' (line {t.line})" for t in tables[:12]]
+    more = f" and {len(tables) - 12} more" if len(tables) > 12 else ""
+    return "tables found: " + ", ".join(shown) + more
+
+
+def pick(tables: list[RawTable], path: Path, table: str | None) -> RawTable:
+    """The table whose heading or caption contains ``table`` (any, if None) and that has
+    a model column and leg columns; the first such."""
+    if not tables:
+        raise VllmdiagError(
+            "no table found",
+            where=str(path),
+            hint="compare reads Markdown pipe tables, tab-separated or comma-separated tables",
+        )
+    wanted = table.casefold() if table else None
+    named = [t for t in tables if wanted is None or wanted in f"{t.title}\n{t.caption}".casefold()]
+    if not named:
+        raise VllmdiagError(
+            f"no table's heading contains {table!r}",
+            where=str(path),
+            hint=_listing(tables),
+        )
+    for t in named:
+        if layout(t).comparable:
+            return t
+    which = f"no table under {table!r}" if table else "no table"
+    raise VllmdiagError(
+        f"{which} has a model column and leg columns (headed by versions such as 0.18)",
+        where=named[0].where() if len(named) == 1 else str(path),
+        hint=_listing(named) + "; head each leg's column with its version",
+    )
+
+
+def load_table(path: Path, table: str | None = None) -> ResultTable:
+    """The results table at ``path`` (the one under a heading containing ``table``)."""
+    chosen = pick(raw_tables(path), path, table)
+    return build(chosen, layout(chosen))
