@@ -2,19 +2,41 @@
 (model, workload, leg pair), the rows whose speedups differ, and the agreements.
 
 Reading (:mod:`load`, :mod:`grids`, :mod:`columns`, :mod:`results`) produces a frozen
-:class:`ResultTable` per side.
+:class:`ResultTable` per side; :func:`compare` is a pure function of two of them;
+:mod:`report` serialises the result.
 """
 
+from vllmdiag.compare.crosscheck import Note
 from vllmdiag.compare.load import load_table
 from vllmdiag.compare.model import Measurement, Number, ResultTable, Row
+from vllmdiag.compare.report import to_json, to_markdown
 from vllmdiag.compare.results import ResultPoint, table_from_results
+from vllmdiag.compare.transfer import (
+    Compared,
+    Comparison,
+    Pair,
+    Settings,
+    compare,
+    default_pairs,
+    parse_pair,
+)
 
 __all__ = [
+    "Compared",
+    "Comparison",
     "Measurement",
+    "Note",
     "Number",
+    "Pair",
     "ResultPoint",
     "ResultTable",
     "Row",
+    "Settings",
+    "compare",
+    "default_pairs",
     "load_table",
+    "parse_pair",
     "table_from_results",
+    "to_json",
+    "to_markdown",
 ]
