@@ -10,6 +10,7 @@ from vllmdiag import __version__
 from vllmdiag.cli import (
     arms_cmd,
     bisect_cmd,
+    compare_cmd,
     doctor_cmd,
     fingerprint_cmd,
     leg_cmd,
@@ -54,6 +55,7 @@ profile_cmd.register(app)
 triage_cmd.register(app)
 fingerprint_cmd.register(app)
 doctor_cmd.register(app)
+compare_cmd.register(app)
 
 
 def main() -> None:
