@@ -23,7 +23,7 @@ def _run(*args: str) -> tuple[int, str, str]:
 def test_human_view_names_sides_rows_differences_and_agreements() -> None:
     code, out, _ = _run(B200, H200, "--name-a", "B200", "--name-b", "H200")
     assert code == 0
-    assert "higher is better: A: the heading says 'higher is better'" in out
+    assert "higher is better: B200: the heading says 'higher is better'" in out
     assert "speedup 0.26/0.18" in out and "speedup 0.29/0.26" in out
     assert "speedups that differ by more than 1.25x (11)" in out
     assert "Qwen3-VL-235B-A22B-Instruct-FP8 / image 0.26/0.18: 0.70x on B200, 0.71x on H200" in out
@@ -38,6 +38,8 @@ def test_pair_lower_is_better_and_thresholds() -> None:
     assert data["pairs"] == ["0.29/0.18"] and data["direction"] == "lower"
     gpt = next(r for r in data["rows"] if r["model"] == "gpt-oss-120b")
     assert gpt["a"] == round(4.04 / 2.50, 4)  # old/new: a speedup
+    code, out, _ = _run(B200, H200, "--table", "latency")
+    assert code == 0 and "borderline" in out and "printed rounding allows a factor" in out
     code, out, _ = _run(B200, H200, "--table", "latency", "--higher-is-better", "--json")
     gpt = next(r for r in json.loads(out)["rows"] if r["model"] == "gpt-oss-120b")
     assert gpt["a"] == round(2.45 / 4.04, 4)
@@ -67,6 +69,7 @@ def test_user_mistakes_exit_1_with_one_line_and_a_hint(tmp_path: Path) -> None:
         ((B200, H200, "--pair", "0.30/0.18"), "--pair '0.30/0.18': '0.30' is not a leg"),
         ((B200, H200, "--factor", "0.9"), "--factor 0.9 must be above 1"),
         ((B200, str(tmp_path)), "is a directory"),
+        ((B200, H200, "--md", str(tmp_path)), "cannot write the summary"),
     ]
     for args, message in cases:
         code, out, err = _run(*args)

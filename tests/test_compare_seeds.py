@@ -151,7 +151,8 @@ def test_cli_json_and_markdown(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    assert data == to_json(compare(load_table(B200), load_table(H200)), ("B200", "H200"))
+    expected = compare(load_table(B200), load_table(H200), names=("B200", "H200"))
+    assert data == to_json(expected)
     row = data["rows"][0]
     assert list(row)[:7] == ["model", "workload", "comparison", "a", "b", "factor", "transfers"]
     assert row == {

@@ -237,3 +237,12 @@ def test_paths_that_are_not_tables(tmp_path: Path) -> None:
     with pytest.raises(VllmdiagError, match="cannot tell the format"):
         _error(tmp_path, "plain.txt", "just words\n")
         load_table(tmp_path / "plain.txt")
+
+
+def test_csv_with_a_heading_and_a_rule_that_is_not_a_table(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text("Latency (ms/tok)\n\nmodel,0.18,0.26\nm,5.10,5.02\n")
+    t = load_table(path)
+    assert t.title == "Latency (ms/tok)" and t.direction == "lower" and t.where == f"{path}:3"
+    md = markdown_tables("x.md", "a | b\n---\n\n| model | 0.18 |\n|-|-|\n| m | 1 |\n")
+    assert [(t.line, [c.text for c in t.header]) for t in md] == [(4, ["model", "0.18"])]

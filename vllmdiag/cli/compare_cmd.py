@@ -14,8 +14,9 @@ from vllmdiag import atomic
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.compare import Comparison, compare, load_table, parse_pair, to_json, to_markdown
 from vllmdiag.compare.model import Direction, label
-from vllmdiag.compare.report import agreement_text, x
+from vllmdiag.compare.report import agreement_text, ratio_text
 from vllmdiag.compare.transfer import Compared, Settings
+from vllmdiag.errors import VllmdiagError
 
 _TRANSFERS = {True: "[green]yes[/]", False: "[bold red]no[/]", None: "[yellow]—[/]"}
 
@@ -97,26 +98,44 @@ def compare_cmd(
         settings.check()
         ta, tb = load_table(a, table), load_table(b, table)
         pairs = [parse_pair(p, ta, tb) for p in pair or []]
-        result = compare(ta, tb, pairs=pairs or None, settings=settings, direction=direction)
-        names = (name_a, name_b)
+        result = compare(
+            ta,
+            tb,
+            pairs=pairs or None,
+            settings=settings,
+            direction=direction,
+            names=(name_a, name_b),
+        )
         if md is not None:
-            atomic.write_text(md, to_markdown(result, names))
+            _write(md, to_markdown(result))
         if as_json:
-            emit_json(to_json(result, names))
+            emit_json(to_json(result))
         else:
-            _render(human(as_json), result, names)
+            _render(human(as_json), result)
         if md is not None:
             human(as_json).print(f"wrote {escape(str(md))}", highlight=False)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        atomic.write_text(path, text)
+    except OSError as exc:
+        raise VllmdiagError(
+            f"cannot write the summary: {exc.strerror or exc}",
+            where=str(path),
+            hint="give --md a file path in a writable directory",
+        ) from None
 
 
 def _ratio(r: Compared, side: str) -> str:
     ratio = r.a if side == "a" else r.b
     if ratio.value is None:
         return f"[yellow]—[/] [dim]({escape(ratio.missing_leg or '')})[/]"
-    return x(ratio)
+    return ratio_text(ratio)
 
 
-def _render(out: Console, c: Comparison, names: tuple[str, str]) -> None:
+def _render(out: Console, c: Comparison) -> None:
+    names = c.names
     a, b = (escape(n) for n in names)
     for name, t in ((a, c.a), (b, c.b)):
         out.print(
@@ -124,7 +143,7 @@ def _render(out: Console, c: Comparison, names: tuple[str, str]) -> None:
             f"({len(t.rows)} rows, legs {escape(', '.join(t.legs))})",
             highlight=False,
         )
-    out.print(f"{c.direction} is better: {escape(c.direction_from)}", highlight=False)
+    out.print(f"{c.direction} is better: {escape(c.direction_text())}", highlight=False)
     for pair in c.pairs:
         table = Table(title=f"speedup {escape(pair.label)}", title_justify="left")
         table.add_column("model", overflow="fold")
@@ -148,7 +167,7 @@ def _render(out: Console, c: Comparison, names: tuple[str, str]) -> None:
             )
         out.print(table)
         _legend(out, rows, names)
-    _summary(out, c, names)
+    _summary(out, c)
 
 
 def _legend(out: Console, rows: list[Compared], names: tuple[str, str]) -> None:
@@ -163,12 +182,13 @@ def _legend(out: Console, rows: list[Compared], names: tuple[str, str]) -> None:
     if any(r.borderline for r in rows):
         out.print(
             "  [dim]borderline[/]: the values' printed rounding allows a factor on either "
-            "side of the threshold[/]",
+            "side of the threshold",
             highlight=False,
         )
 
 
-def _summary(out: Console, c: Comparison, names: tuple[str, str]) -> None:
+def _summary(out: Console, c: Comparison) -> None:
+    names = c.names
     differs = c.differs()
     title = f"speedups that differ by more than {c.settings.factor:g}x ({len(differs)})"
     table = Table(title=escape(title), title_justify="left")
@@ -179,8 +199,8 @@ def _summary(out: Console, c: Comparison, names: tuple[str, str]) -> None:
         table.add_row(
             escape(f"{r.model} {r.workload}".strip()),
             escape(r.pair.label),
-            x(r.a),
-            x(r.b),
+            ratio_text(r.a),
+            ratio_text(r.b),
             f"{r.factor or 0:.2f}x",
         )
     out.print(table if differs else "[green]every row both sides measured transfers[/]")
@@ -190,7 +210,7 @@ def _summary(out: Console, c: Comparison, names: tuple[str, str]) -> None:
     for r in agreements:
         out.print(f"  {escape(agreement_text(r, names))}", highlight=False)
     for o in c.only_in:
-        side = names[0] if o.side == "A" else names[1]
+        side = c.name(o.side)
         out.print(
             f"[yellow]only in {escape(side)}[/]: {escape(label(o.model, o.workload))} "
             f"({escape(o.where)})",

@@ -39,7 +39,7 @@ class RawTable:
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 def _split_pipes(line: str, lineno: int) -> tuple[RawCell, ...]:
@@ -72,6 +72,14 @@ def _split_pipes(line: str, lineno: int) -> tuple[RawCell, ...]:
     return tuple(cells)
 
 
+def _starts_table(lines: list[str], i: int) -> bool:
+    """A header line followed by a delimiter row with as many cells (GFM's rule, which
+    keeps ``a | b`` over a ``---`` rule from reading as a table)."""
+    if "|" not in lines[i] or i + 1 >= len(lines) or not _SEPARATOR.match(lines[i + 1]):
+        return False
+    return len(_split_pipes(lines[i], i + 1)) == len(_split_pipes(lines[i + 1], i + 2))
+
+
 def markdown_tables(path: str, text: str) -> list[RawTable]:
     lines = text.splitlines()
     tables: list[RawTable] = []
@@ -87,13 +95,7 @@ def markdown_tables(path: str, text: str) -> list[RawTable]:
         heading = _HEADING.match(line) if not fence else None
         if heading:
             title, caption = clean(heading.group(2)), [clean(heading.group(2))]
-        elif (
-            not fence
-            and "|" in line
-            and i + 1 < len(lines)
-            and _SEPARATOR.match(lines[i + 1])
-            and "-" in lines[i + 1]
-        ):
+        elif not fence and _starts_table(lines, i):
             header = _split_pipes(line, i + 1)
             body: list[tuple[RawCell, ...]] = []
             j = i + 2
@@ -122,8 +124,9 @@ def _title(caption: list[str], fallback: str) -> str:
 
 
 def delimited_tables(path: str, text: str, delimiter: str, name: str) -> list[RawTable]:
-    """TSV (``delimiter='\\t'``: every run of tab-separated lines is a table) or CSV
-    (``','``: the whole file is one table; blank lines are skipped)."""
+    """TSV (``delimiter='\\t'``) or CSV (``','``): every run of delimited lines is a
+    table, ended by a blank line; the plain lines before it are its caption (a file
+    without any is one table, titled ``name``)."""
     tables: list[RawTable] = []
     caption: list[str] = []
     block: list[tuple[RawCell, ...]] = []
@@ -146,10 +149,9 @@ def delimited_tables(path: str, text: str, delimiter: str, name: str) -> list[Ra
 
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
-            if tsv:
-                close()
+            close()
             continue
-        if tsv and "\t" not in line:
+        if delimiter not in line:
             close()
             caption.append(clean(line))
             continue

@@ -45,26 +45,29 @@ def _side(t: ResultTable, name: str) -> dict[str, Any]:
 
 
 def agreement_text(r: Compared, names: tuple[str, str]) -> str:
-    """ "lands within N % on both sides: a version effect, not a hardware artefact"."""
+    """The agreement as a sentence: "... lands within N % on both sides: a version
+    effect, not a hardware artefact"."""
     way = "a regression" if (r.a.value or 0) < 1 else "an improvement"
     return (
-        f"{label(r.model, r.workload)} {r.pair.label}: {x(r.a)} on {names[0]}, {x(r.b)} on "
-        f"{names[1]}: {way} that lands within {r.within_pct or 0:.1f} % on both sides: a "
-        "version effect, not a hardware artefact"
+        f"{label(r.model, r.workload)} {r.pair.label}: {ratio_text(r.a)} on {names[0]}, "
+        f"{ratio_text(r.b)} on {names[1]}: {way} that lands within "
+        f"{r.within_pct or 0:.1f} % on both sides: a version effect, not a hardware artefact"
     )
 
 
-def x(ratio: Ratio) -> str:
+def ratio_text(ratio: Ratio) -> str:
+    """``1.53x``, or ``—`` where the side has no value."""
     return "—" if ratio.value is None else f"{ratio.value:.2f}x"
 
 
-def to_json(c: Comparison, names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
+def to_json(c: Comparison) -> dict[str, Any]:
+    names = c.names
     s = c.settings
     return {
         "schema": SCHEMA,
         "sides": {"a": _side(c.a, names[0]), "b": _side(c.b, names[1])},
         "direction": c.direction,
-        "direction_from": c.direction_from,
+        "direction_from": c.direction_text(),
         "settings": {"factor": s.factor, "noise": s.noise, "agree": s.agree},
         "pairs": [p.label for p in c.pairs],
         "rows": [row_json(r) for r in c.rows],
@@ -97,7 +100,8 @@ def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     return [*out, ""]
 
 
-def to_markdown(c: Comparison, names: tuple[str, str] = ("A", "B")) -> str:
+def to_markdown(c: Comparison) -> str:
+    names = c.names
     a, b = names
     s = c.settings
     lines = [
@@ -105,8 +109,8 @@ def to_markdown(c: Comparison, names: tuple[str, str] = ("A", "B")) -> str:
         "",
         f'- {_md(a)}: `{_md(c.a.source)}`, table "{_md(c.a.title)}" ({len(c.a.rows)} rows)',
         f'- {_md(b)}: `{_md(c.b.source)}`, table "{_md(c.b.title)}" ({len(c.b.rows)} rows)',
-        f"- {c.direction} is better ({_md(c.direction_from)}); speedups NEW/OLD above 1 mean "
-        "NEW is better",
+        f"- {c.direction} is better ({_md(c.direction_text())}); speedups NEW/OLD "
+        "above 1 mean NEW is better",
         f"- does not transfer: the two speedups differ by more than {s.factor:g}x; agreement: "
         f"both beyond ±{s.noise:.0%} and within {s.agree:.0%} of each other",
         "",
@@ -122,8 +126,8 @@ def to_markdown(c: Comparison, names: tuple[str, str] = ("A", "B")) -> str:
                 [
                     f"{r.model} {r.workload}".strip(),
                     r.pair.label,
-                    x(r.a),
-                    x(r.b),
+                    ratio_text(r.a),
+                    ratio_text(r.b),
                     f"{r.factor:.2f}x",
                 ]
                 for r in differs
@@ -145,8 +149,8 @@ def to_markdown(c: Comparison, names: tuple[str, str] = ("A", "B")) -> str:
                 [
                     r.model,
                     r.workload,
-                    x(r.a) if r.a.value is not None else f"— ({r.a.missing})",
-                    x(r.b) if r.b.value is not None else f"— ({r.b.missing})",
+                    ratio_text(r.a) if r.a.value is not None else f"— ({r.a.missing})",
+                    ratio_text(r.b) if r.b.value is not None else f"— ({r.b.missing})",
                     "—" if r.factor is None else f"{r.factor:.2f}x",
                     {True: "yes", False: "no", None: "—"}[r.transfers],
                 ]

@@ -105,6 +105,18 @@ class Comparison:
     rows: tuple[Compared, ...]
     only_in: tuple[OnlyIn, ...]
     notes: tuple[Note, ...]
+    names: tuple[str, str] = ("A", "B")
+    direction_side: str | None = None
+
+    def name(self, side: str) -> str:
+        """What the user calls side ``A`` or ``B``."""
+        return self.names[0] if side == "A" else self.names[1]
+
+    def direction_text(self) -> str:
+        """What decided the direction, naming the side whose table said so."""
+        if self.direction_side is None:
+            return self.direction_from
+        return f"{self.name(self.direction_side)}: {self.direction_from}"
 
     def differs(self) -> list[Compared]:
         """Rows that do not transfer, by side A's speedup, largest first."""
@@ -116,22 +128,26 @@ class Comparison:
 
 
 def resolve_direction(
-    a: ResultTable, b: ResultTable, override: Direction | None
-) -> tuple[Direction, str]:
+    a: ResultTable,
+    b: ResultTable,
+    override: Direction | None,
+    names: tuple[str, str] = ("A", "B"),
+) -> tuple[Direction, str, str | None]:
+    """The direction, what decided it, and which side's table said so (None: neither)."""
     if override is not None:
-        return override, f"--{override}-is-better"
+        return override, f"--{override}-is-better", None
     if a.direction and b.direction and a.direction != b.direction:
         raise VllmdiagError(
-            f"A is a {a.direction}-is-better table ({a.title!r}) and B a "
+            f"{names[0]} is a {a.direction}-is-better table ({a.title!r}) and {names[1]} a "
             f"{b.direction}-is-better one ({b.title!r})",
             where=b.where,
             hint="pick the same metric on both sides with --table",
         )
     if a.direction:
-        return a.direction, f"A: {a.direction_from}"
+        return a.direction, a.direction_from, "A"
     if b.direction:
-        return b.direction, f"B: {b.direction_from}"
-    return "higher", "assumed (neither table says); pass --lower-is-better for latencies"
+        return b.direction, b.direction_from, "B"
+    return "higher", "assumed (neither table says); pass --lower-is-better for latencies", None
 
 
 def common_legs(a: ResultTable, b: ResultTable) -> list[str]:
@@ -214,10 +230,12 @@ def compare(
     pairs: list[Pair] | None = None,
     settings: Settings | None = None,
     direction: Direction | None = None,
+    names: tuple[str, str] = ("A", "B"),
 ) -> Comparison:
+    """Side A against side B (``names`` say what to call them in messages)."""
     s = settings or Settings()
     s.check()
-    way, why = resolve_direction(a, b, direction)
+    way, why, side = resolve_direction(a, b, direction, names)
     chosen = pairs or default_pairs(a, b)
     b_rows = {r.key: r for r in b.rows}
     a_keys = {r.key for r in a.rows}
@@ -231,17 +249,22 @@ def compare(
             rows.append(judge(ra.model, ra.workload, pair, sa, sb, s))
     only = [OnlyIn("A", r.model, r.workload, r.where) for r in a.rows if r.key not in b_rows]
     only += [OnlyIn("B", r.model, r.workload, r.where) for r in b.rows if r.key not in a_keys]
-    notes = cross_check(a, way, "A") + cross_check(b, way, "B") + _extras(a, b, b_rows)
-    for side, table, other in (("A", a, b), ("B", b, a)):
+    notes = cross_check(a, way, names[0]) + cross_check(b, way, names[1])
+    notes += _extras(a, b, b_rows, names)
+    for name, table, other in ((names[0], a, b), (names[1], b, a)):
         lone = [leg for leg in table.legs if leg not in other.legs]
         if lone:
             notes.append(
-                Note("leg", table.where, f"legs only in {side}: {', '.join(lone)} (not compared)")
+                Note("leg", table.where, f"legs only in {name}: {', '.join(lone)} (not compared)")
             )
-    return Comparison(a, b, way, why, tuple(chosen), s, tuple(rows), tuple(only), tuple(notes))
+    return Comparison(
+        a, b, way, why, tuple(chosen), s, tuple(rows), tuple(only), tuple(notes), names, side
+    )
 
 
-def _extras(a: ResultTable, b: ResultTable, b_rows: dict[tuple[str, str], Row]) -> list[Note]:
+def _extras(
+    a: ResultTable, b: ResultTable, b_rows: dict[tuple[str, str], Row], names: tuple[str, str]
+) -> list[Note]:
     """Context columns both sides print (``tp``) that differ on a matched row: the two
     measurements are then not like for like."""
     notes = []
@@ -256,8 +279,8 @@ def _extras(a: ResultTable, b: ResultTable, b_rows: dict[tuple[str, str], Row]) 
                     Note(
                         "context",
                         rb.where,
-                        f"{label(ra.model, ra.workload)}: '{name}' is {value} in A "
-                        f"({ra.where}) and {other[name]} in B",
+                        f"{label(ra.model, ra.workload)}: '{name}' is {value} in {names[0]} "
+                        f"({ra.where}) and {other[name]} in {names[1]}",
                     )
                 )
     return notes
