@@ -246,3 +246,14 @@ def test_csv_with_a_heading_and_a_rule_that_is_not_a_table(tmp_path: Path) -> No
     assert t.title == "Latency (ms/tok)" and t.direction == "lower" and t.where == f"{path}:3"
     md = markdown_tables("x.md", "a | b\n---\n\n| model | 0.18 |\n|-|-|\n| m | 1 |\n")
     assert [(t.line, [c.text for c in t.header]) for t in md] == [(4, ["model", "0.18"])]
+
+
+def test_a_heading_match_wins_over_prose_that_mentions_it(tmp_path: Path) -> None:
+    path = tmp_path / "r.md"
+    path.write_text(
+        "## About\n\nThe runtime stacks and latency are below.\n\n"
+        "| model | 0.18 | 0.26 |\n|---|---|---|\n| a | 1 | 2 |\n\n"
+        "## Latency (ms/tok)\n\n| model | 0.18 | 0.26 |\n|---|---|---|\n| b | 1 | 2 |\n"
+    )
+    assert load_table(path, "latency").rows[0].model == "b"
+    assert load_table(path, "runtime stacks").rows[0].model == "a"

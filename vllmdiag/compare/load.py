@@ -76,16 +76,21 @@ def _listing(tables: list[RawTable]) -> str:
 
 
 def pick(tables: list[RawTable], path: Path, table: str | None) -> RawTable:
-    """The table whose heading or caption contains ``table`` (any, if None) and that has
-    a model column and leg columns; the first such."""
+    """The first table with a model column and leg columns among those whose heading
+    contains ``table`` (or, if no heading does, whose caption does; any, if None)."""
     if not tables:
         raise VllmdiagError(
             "no table found",
             where=str(path),
             hint="compare reads Markdown pipe tables, tab-separated or comma-separated tables",
         )
-    wanted = table.casefold() if table else None
-    named = [t for t in tables if wanted is None or wanted in f"{t.title}\n{t.caption}".casefold()]
+    named = tables
+    if table:
+        wanted = table.casefold()
+        # A heading that matches wins over prose around another table that mentions it.
+        named = [t for t in tables if wanted in t.title.casefold()] or [
+            t for t in tables if wanted in t.caption.casefold()
+        ]
     if not named:
         raise VllmdiagError(
             f"no table's heading contains {table!r}",
