@@ -4,12 +4,14 @@ the rest."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from vllmdiag import proc
+from vllmdiag import proc, redact
+from vllmdiag.errors import RunDirError
 
 
 @dataclass(frozen=True)
@@ -48,15 +50,23 @@ class LocalExecutor:
     name = "local"
 
     def run(self, task: CellTask, on_tick: Tick | None = None) -> CellRun:
-        with open(task.log, "a", encoding="utf-8") as fh:
-            fh.write(f"$ {' '.join(task.argv)}\n")
-        done = proc.run(
-            task.argv,
-            env=task.env,
-            cwd=task.cwd,
-            timeout=task.timeout,
-            log=task.log,
-            grace_s=task.grace_s,
-            on_tick=on_tick,
-        )
+        try:
+            with open(task.log, "a", encoding="utf-8") as fh:
+                fh.write(f"$ {shlex.join(redact.argv(task.argv))}\n")
+            done = proc.run(
+                task.argv,
+                env=task.env,
+                cwd=task.cwd,
+                timeout=task.timeout,
+                log=task.log,
+                grace_s=task.grace_s,
+                on_tick=on_tick,
+            )
+        except OSError as exc:  # the log cannot be written: the tool's failure, not the cell's
+            raise RunDirError(
+                f"cannot write the log of cell {task.cell_id}: {exc.strerror}",
+                where=str(task.log),
+                hint="free some space (or fix permissions) on the run directory's disk, "
+                "then resume the run with --resume",
+            ) from None
         return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)

@@ -46,6 +46,7 @@ class MatrixOptions:
     runs_root: Path = Path("runs")
     grace_s: float = proc.DEFAULT_GRACE_S
     allow_contaminated: bool = False
+    wait: bool = False  # queue behind another matrix holding the node lock
     executor: Executor = field(default_factory=LocalExecutor)
     cache: EnvCache = field(default_factory=EnvCache)
 
@@ -83,7 +84,11 @@ class MatrixReport:
 
 def run_matrix(recipe: Recipe, options: MatrixOptions, observer: Observer = ignore) -> MatrixReport:
     plan(recipe, options.cache)  # validates every command before anything runs
-    with file_lock(node_lock_path(), wait=False, what="the node lock"):
+
+    def waiting(holder: str) -> None:
+        observer(Note("info", f"waiting for the node lock (held by pid {holder})"))
+
+    with file_lock(node_lock_path(), wait=options.wait, what="the node lock", on_wait=waiting):
         return MatrixRun(recipe, options, observer).execute()
 
 
@@ -94,10 +99,16 @@ class MatrixRun:
         self.recipe = recipe
         self.opts = options
         self.notify = observer
+
+        def warn(text: str) -> None:
+            observer(Note("warning", text))
+
         if options.resume is not None:
-            self.run = RunDir.resume(options.resume, recipe.name)
+            self.run = RunDir.resume(options.resume, recipe.name, warn)
         else:
-            self.run = RunDir.create(recipe.name, out=options.out, runs_root=options.runs_root)
+            self.run = RunDir.create(
+                recipe.name, out=options.out, runs_root=options.runs_root, warn=warn
+            )
         self.readers = RunReaders()
         self.envs: dict[str, Env] = {}
         self.env_errors: dict[str, str] = {}
