@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.fingerprint import Fingerprint, fingerprint_diff, fingerprint_file
 
@@ -59,11 +59,11 @@ def fingerprint(
         if as_json:
             emit_json(fp.to_json())
             return
-        table = Table(title=f"fingerprint of {args[0]}", title_justify="left")
+        table = Table(title=plain(f"fingerprint of {args[0]}"), title_justify="left")
         table.add_column("field", no_wrap=True)
         table.add_column("value", overflow="fold")
         for name in Fingerprint.field_names():
-            table.add_row(name, _show(getattr(fp, name)))
+            table.add_row(plain(name), plain(_show(getattr(fp, name))))
         human(as_json).print(table)
 
 
@@ -79,13 +79,13 @@ def _diff(a: Path, b: Path, as_json: bool) -> None:
     if as_json:
         emit_json({"a": str(a), "b": str(b), "fields": [r.to_json() for r in rows]})
         return
-    table = Table(title=f"A = {a}\nB = {b}", title_justify="left")
+    table = Table(title=plain(f"A = {a}\nB = {b}"), title_justify="left")
     table.add_column("field", no_wrap=True)
     for col in ("A", "B", ""):
         table.add_column(col, overflow="fold")
     for r in rows:
         style = _STYLE[r.status]
-        table.add_row(r.field, _show(r.a), _show(r.b), f"[{style}]{r.status}[/]")
+        table.add_row(plain(r.field), plain(_show(r.a)), plain(_show(r.b)), plain(r.status, style))
     human(as_json).print(table)
 
 
