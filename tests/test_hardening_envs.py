@@ -39,6 +39,17 @@ def test_a_removed_package_directory_is_found_and_rebuilt(tmp_path: Path) -> Non
     assert cache.ensure(spec).reused
 
 
+def test_a_removed_dependency_of_a_requirement_is_found(tmp_path: Path) -> None:
+    """A requirement whose code lives in a dependency (as nvidia-cutlass-dsl's does)."""
+    cache = EnvCache(tmp_path)
+    spec = LegSpec("req", ("requests==2.32.3",))
+    env = cache.ensure(spec)
+    shutil.rmtree(site_packages(env.path) / "idna")
+    seen: list[EnvEvent] = []
+    cache.ensure(spec, observer=seen.append)
+    assert seen[0].kind == "damaged" and "idna lacks" in seen[0].detail
+
+
 @pytest.mark.parametrize(
     "marker", ["[]\n", '{"schema": 1}\n', '{"schema": 1, "key": 5, "python": null}\n']
 )

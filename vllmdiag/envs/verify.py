@@ -6,8 +6,10 @@ JSON object with the expected fields is damage, not a format to guess at. An env
 marker is intact may still have lost files since (a package directory removed by hand,
 a cleaner run over the cache): reusing it would make a pin cell fail with
 ``ModuleNotFoundError`` and the verdict call a sufficient pin "ruled out". So every
-requirement of the leg is checked file by file against its RECORD, in the env's own
-python (``probes/installed.py``: a stat per file, milliseconds for most legs).
+requirement of the leg, and every installed distribution it depends on (the code of
+``nvidia-cutlass-dsl`` is in a dependency), is checked file by file against its RECORD,
+in the env's own python (``probes/installed.py``: one stat per file, about 20 µs each;
+see docs/perf-hardening.md).
 """
 
 from __future__ import annotations
