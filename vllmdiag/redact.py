@@ -67,7 +67,11 @@ _WORDS = frozenset(
 )
 _SUFFIXES = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "APIKEY")
 _ENV_KEY = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_URL_AUTH = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^\s/?#@\"']+)@")
+# A scheme starts where no scheme character precedes it and is short: each position is
+# tried once, so a megabyte of "a.a.a..." is scanned in linear time.
+_URL_AUTH = re.compile(
+    r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://)(?P<info>[^\s/?#@\"']+)@"
+)
 _QUERY = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.-]+)=(?P<value>[^&#\s\"']+)")
 _ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s\"',;]+)")
 _BEARER = re.compile(r"(?i)\b(?P<kind>bearer)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
@@ -130,13 +134,13 @@ def _assign_sub(m: re.Match[str]) -> str:
     return m.group(0)
 
 
-def text(value: str) -> str:
+def text(value: str, *, known: Sequence[str] | None = None) -> str:
     if not value:
         return value
     out = url(value)
     out = _ASSIGN.sub(_assign_sub, out)
     out = _BEARER.sub(lambda m: f"{m.group('kind')} {MASK}", out)
-    for secret in _known():
+    for secret in _known() if known is None else known:
         if secret in out:
             out = out.replace(secret, MASK)
     return out
@@ -154,11 +158,15 @@ def _known() -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def env(mapping: Mapping[str, str]) -> dict[str, str]:
-    return {k: MASK if is_secret_name(k) and v else text(v) for k, v in mapping.items()}
+def env(mapping: Mapping[str, str], *, known: Sequence[str] | None = None) -> dict[str, str]:
+    known = _known() if known is None else known
+    return {
+        k: MASK if is_secret_name(k) and v else text(v, known=known) for k, v in mapping.items()
+    }
 
 
-def argv(tokens: Sequence[str]) -> list[str]:
+def argv(tokens: Sequence[str], *, known: Sequence[str] | None = None) -> list[str]:
+    known = _known() if known is None else known
     out: list[str] = []
     hide_next = False
     for token in tokens:
@@ -171,29 +179,30 @@ def argv(tokens: Sequence[str]) -> list[str]:
             out.append(f"{name}={MASK}" if eq else name)
             hide_next = not eq
             continue
-        out.append(text(token))
+        out.append(text(token, known=known))
     return out
 
 
-def data(obj: Any) -> Any:
+def data(obj: Any, *, known: Sequence[str] | None = None) -> Any:
+    known = _known() if known is None else known
     if isinstance(obj, str):
-        return text(obj)
+        return text(obj, known=known)
     if isinstance(obj, Mapping):
         out: dict[Any, Any] = {}
         for k, v in obj.items():
             if isinstance(k, str) and k.lower() in ("env", "environ") and isinstance(v, Mapping):
-                out[k] = env({str(a): str(b) for a, b in v.items()})
+                out[k] = env({str(a): str(b) for a, b in v.items()}, known=known)
             elif isinstance(k, str) and _ENV_KEY.match(k) and is_secret_name(k) and v:
                 out[k] = MASK
             elif isinstance(k, str) and k == "argv" and isinstance(v, (list, tuple)):
-                out[k] = argv([str(t) for t in v])
+                out[k] = argv([str(t) for t in v], known=known)
             else:
-                out[k] = data(v)
+                out[k] = data(v, known=known)
         return out
     if isinstance(obj, (list, tuple)):
-        return [data(v) for v in obj]
+        return [data(v, known=known) for v in obj]
     if isinstance(obj, Path):
-        return text(str(obj))
+        return text(str(obj), known=known)
     return obj
 
 
