@@ -36,8 +36,8 @@ def file_lock(
                 raise VllmdiagError(
                     f"{what} is held by another vllmdiag process (pid {holder})",
                     where=str(path),
-                    hint="wait for it to finish (or pass --wait to queue behind it): two "
-                    "runs on one node would measure each other",
+                    hint="wait for it to finish ('vllmdiag matrix --wait' queues behind it): "
+                    "two runs on one node would measure each other",
                 ) from None
             if on_wait is not None:
                 on_wait(holder)

@@ -255,7 +255,12 @@ class RunDir:
                 where=str(exc.filename or file),
                 hint="give --out (or --runs-root) a directory path, new or existing",
             )
-        return RunDirError(f"cannot {what}: {exc.strerror or exc}", where=str(file))
+        return RunDirError(
+            f"cannot {what}: {exc.strerror or exc}",
+            where=str(file),
+            hint="choose a place you can write with --out or --runs-root"
+            + (f", or fix it and resume: {resume}" if self.source else ""),
+        )
 
 
 def _free_bytes(path: Path) -> int | None:
