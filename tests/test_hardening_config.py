@@ -137,6 +137,15 @@ def test_env_names_with_equals_and_values_without_value_are_refused(tmp_path: Pa
     assert "without a value" in err.message
 
 
+def test_unbalanced_quotes_and_binary_values_are_refused_at_load(tmp_path: Path) -> None:
+    text = HEAD + 'workloads:\n  w: {command: "python -c \'oops"}\n'
+    err = error_of(write(tmp_path, text))
+    assert "cannot be split into words (No closing quotation)" in err.message
+    assert err.where == f"{tmp_path / 'recipe.yaml'}:7:6"
+    text = HEAD + WORKLOADS + "arms:\n  - {name: a, env: {X: !!binary aGVsbG8=}}\n"
+    assert "not b'hello'" in error_of(write(tmp_path, text)).message
+
+
 def test_two_flags_in_one_string_are_two_flags(tmp_path: Path) -> None:
     err = error_of(write(tmp_path, HEAD + WORKLOADS + "arms:\n  - {name: a, flag: --x --y}\n"))
     assert "more than one flag" in err.message and "compound: true" in err.message

@@ -195,6 +195,6 @@ def _scalar(v: object) -> str:
         return "1" if v else "0"
     if v is None:
         raise ValueError("a variable without a value: write '' for an empty string")
-    if isinstance(v, (dict, list, tuple)):
+    if isinstance(v, (dict, list, tuple, bytes, bytearray)):
         raise ValueError(f"a variable's value is a string or a number, not {v!r}")
     return str(v)

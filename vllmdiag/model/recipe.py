@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
 from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
@@ -155,6 +156,14 @@ class WorkloadConfig(Strict):
     def _what(self) -> WorkloadConfig:
         if (self.builtin is None) == (self.command is None):
             raise ValueError("a workload takes exactly one of 'builtin' or 'command'")
+        if isinstance(self.command, str):
+            try:
+                shlex.split(self.command)
+            except ValueError as exc:
+                raise ValueError(
+                    f"command cannot be split into words ({exc}): check its quotes, or "
+                    "give it as a list"
+                ) from None
         if self.builtin is not None and not self.model:
             raise ValueError(f"the built-in {self.builtin.value} workload needs 'model'")
         return self
