@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import shutil
 import time
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from typing import Any
 from vllmdiag import atomic, probes, proc, redact
 from vllmdiag.envs.gpu import gpu_info
 from vllmdiag.envs.spec import LegSpec
-from vllmdiag.envs.uvtool import uv, uv_run
+from vllmdiag.envs.uvtool import append_log, resolver_message, uv, uv_run
 from vllmdiag.envs.verify import damage, freeze_versions, pin_problems, read_marker
 from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.locks import file_lock
@@ -191,11 +190,11 @@ class EnvCache:
         if spec.requirements:
             done = uv_run(*args)
             if log is not None:
-                _append_log(log, done)
+                append_log(log, done)
             if not done.ok:
                 shutil.rmtree(path, ignore_errors=True)
                 raise EnvError(
-                    "install failed: " + _resolver_message(done),
+                    "install failed: " + resolver_message(done),
                     where=where,
                     hint="the requirements do not resolve or build here; see the message "
                     "above (an --exclude-newer date or index may exclude the version)",
@@ -279,25 +278,6 @@ def _existing_python(path: Path) -> Path:
 def _existing_prefix(path: Path) -> Path:
     python = _existing_python(path)
     return python.parent.parent if python.parent.name == "bin" else python.parent
-
-
-def _resolver_message(done: proc.Completed) -> str:
-    text = done.stderr.strip() or done.stdout.strip() or f"uv exited {done.rc}"
-    return text[-3000:]
-
-
-def _append_log(log: Path, done: proc.Completed) -> None:
-    text = f"$ {shlex.join(redact.argv(done.argv))}\n{done.stdout}{done.stderr}\n[rc={done.rc}]\n"
-    try:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(redact.text(text))
-    except OSError as exc:
-        raise EnvError(
-            f"cannot write the env log: {exc.strerror}",
-            where=str(log),
-            hint="free some space (or fix permissions) where the run directory is",
-        ) from None
 
 
 def _now() -> str:
