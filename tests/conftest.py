@@ -1,19 +1,24 @@
 """Test isolation: nothing a test does touches the real home, cache or node lock.
 
-uv's download cache lives in ``.cache/uv`` inside the checkout (ignored by git) so that
-repeated local runs stay fast and CI starts from nothing, as a user would.
+uv's download cache (gigabytes, once legs with real wheels are built) lives outside the
+checkout, in the system temp dir, one per user: repeated local runs on one machine reuse
+it and stay fast; ``VLLMDIAG_TEST_UV_CACHE`` names another place.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-UV_CACHE = REPO / ".cache" / "uv"
+UV_CACHE = Path(
+    os.environ.get("VLLMDIAG_TEST_UV_CACHE")
+    or Path(tempfile.gettempdir()) / f"vllmdiag-test-uv-cache-{os.getuid()}"
+)
 
 
 @pytest.fixture(autouse=True)

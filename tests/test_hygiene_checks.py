@@ -15,7 +15,7 @@ def test_gpu_processes() -> None:
     assert "pid 12345 /usr/bin/python3 (70123 MiB)" in found[0].message
     assert checks.gpu_processes([], ())[0].severity == "ok"
     skipped = checks.gpu_processes(None, (), error="nvidia-smi not found: not checked")
-    assert skipped[0].severity == "ok" and "not found" in skipped[0].message
+    assert skipped[0].severity == "skipped" and "not found" in skipped[0].message
 
 
 def test_flashinfer_missing_extras_warn() -> None:

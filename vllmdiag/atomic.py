@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,20 @@ def append_jsonl(path: Path, record: Any) -> None:
         os.fsync(fh.fileno())
 
 
-def read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+#: Results, markers and stored probes are kilobytes; a file far larger is not one of them.
+MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+def read_json(path: Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file vllmdiag wrote. Something else in its place (a FIFO, a device, a
+    file far too large, bytes that are not UTF-8 or not JSON) raises ``ValueError``;
+    a missing or unreadable file raises ``OSError``."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        if st.st_size > max_bytes:
+            raise ValueError(f"{path} is larger than {max_bytes} bytes")
+        raw = fh.read(max_bytes + 1)
+    return json.loads(raw.decode("utf-8"))

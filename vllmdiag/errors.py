@@ -34,3 +34,8 @@ class EnvError(VllmdiagError):
 
 class ProcessError(VllmdiagError):
     """A helper command vllmdiag itself needed (uv, a probe) failed."""
+
+
+class RunDirError(VllmdiagError):
+    """A run directory that cannot be created, read or written (a file in the way, no
+    permission, a full disk). What had finished in it is intact; the run can resume."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
+
 import typer
 from rich.table import Table
 
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, lit, plain, user_errors
 from vllmdiag.config import load_arm_library
+from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.arms import Arm
 
 arms_app = typer.Typer(help="The library of single-variable arms.", no_args_is_help=True)
@@ -28,12 +31,22 @@ def _json(arm: Arm, where: str = "") -> dict[str, object]:
 
 @arms_app.command("list")
 def list_arms(
-    family: str | None = typer.Option(None, "--family", help="Only this family."),
+    family: str | None = typer.Option(
+        None, "--family", metavar="FAMILY", help="Only this family (e.g. attention, moe, pins)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """List the arms: name, kind, what each changes."""
     with user_errors():
         lib = load_arm_library()
+        families = sorted({a.family for a in lib})
+        if family is not None and family not in families:
+            close = difflib.get_close_matches(family, families, n=1)
+            raise VllmdiagError(
+                f"no arm family {family!r}",
+                hint=(f"did you mean {close[0]!r}? " if close else "")
+                + f"families: {', '.join(families)}",
+            )
         arms = [a for a in lib if family is None or a.family == family]
         if as_json:
             emit_json({"arms": [_json(a, lib.sources[a.name]) for a in arms]})
@@ -43,7 +56,12 @@ def list_arms(
         for col in ("family", "kind", "change", "honoured by"):
             table.add_column(col)
         for a in arms:
-            table.add_row(a.name, a.family, a.kind.value, a.describe(), a.honoured_by or "")
+            table.add_row(
+                *(
+                    plain(v or "")
+                    for v in (a.name, a.family, a.kind.value, a.describe(), a.honoured_by)
+                )
+            )
         human(as_json).print(table)
 
 
@@ -58,14 +76,15 @@ def show_arm(name: str = typer.Argument(..., help="Arm name."), as_json: bool = 
             emit_json(data)
             return
         console = human(as_json)
-        console.print(f"[bold]{arm.name}[/] ({arm.family}, {arm.kind.value})")
-        console.print(f"  changes:     {arm.describe()}")
+        console.print(f"[bold]{lit(arm.name)}[/] ({lit(arm.family)}, {arm.kind.value})")
+        lines = [f"  changes:     {arm.describe()}"]
         if arm.honoured_by:
-            console.print(f"  honoured by: {arm.honoured_by}")
+            lines.append(f"  honoured by: {arm.honoured_by}")
         if arm.fingerprint_field:
-            console.print(f"  takes effect if the run's {arm.fingerprint_field} changes")
-        console.print(f"  hypothesis:  {arm.hypothesis}")
-        console.print(f"  defined at:  {data['source']}")
+            lines.append(f"  takes effect if the run's {arm.fingerprint_field} changes")
+        lines += [f"  hypothesis:  {arm.hypothesis}", f"  defined at:  {data['source']}"]
+        for line in lines:
+            console.print(plain(line), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

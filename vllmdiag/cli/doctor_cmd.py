@@ -9,12 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.hygiene import DoctorReport, doctor
 
-_STYLE = {"contaminated": "bold red", "warning": "yellow", "ok": "green"}
+_STYLE = {"contaminated": "bold red", "warning": "yellow", "ok": "green", "skipped": "dim"}
 
 
 def _specs(target: str, leg: str | None) -> list[LegSpec]:
@@ -43,7 +43,9 @@ def _env_pairs(pairs: list[str]) -> dict[str, str]:
     for p in pairs:
         key, sep, value = p.partition("=")
         if not sep or not key:
-            raise VllmdiagError(f"--env takes KEY=VALUE, not {p!r}")
+            raise VllmdiagError(
+                f"--env takes KEY=VALUE, not {p!r}", hint="e.g. --env VLLM_LOGGING_LEVEL=DEBUG"
+            )
         out[key] = value
     return out
 
@@ -57,7 +59,11 @@ def doctor_cmd(
     ] = None,
     env: Annotated[
         list[str] | None,
-        typer.Option("--env", help="KEY=VALUE the run would get (checks the DEBUG hazard)."),
+        typer.Option(
+            "--env",
+            metavar="KEY=VALUE",
+            help="A variable the run would get (checks the DEBUG hazard); repeatable.",
+        ),
     ] = None,
     no_gpu: Annotated[
         bool, typer.Option("--no-gpu", help="Do not look for other GPU processes.")
@@ -81,7 +87,7 @@ def doctor_cmd(
         for spec in _specs(target, leg):
 
             def note(ev: EnvEvent) -> None:
-                out.print(f"[dim]leg {ev.leg}: {ev.kind} {ev.detail}[/]", highlight=False)
+                out.print(plain(f"leg {ev.leg}: {ev.kind} {ev.detail}", "dim"), highlight=False)
 
             built = cache.ensure(spec, observer=note)
             reports.append(doctor(built, run_env, check_gpu=not no_gpu))
@@ -99,16 +105,17 @@ def doctor_cmd(
 
 
 def _show(r: DoctorReport, out: Console) -> None:
-    state = "[bold red]CONTAMINATED[/]" if r.contaminated else "[green]clean[/]"
-    table = Table(
-        title=f"leg {r.leg} ({r.path}), vllm {r.vllm or '-'}: {state}", title_justify="left"
-    )
+    title = plain(f"leg {r.leg} ({r.path}), vllm {r.vllm or '-'}: ")
+    title.append(*(("CONTAMINATED", "bold red") if r.contaminated else ("clean", "green")))
+    table = Table(title=title, title_justify="left")
     table.add_column("", no_wrap=True)
     table.add_column("check", no_wrap=True)
     table.add_column("finding", overflow="fold")
     for f in r.findings:
-        text = f.message + (f"\n[dim]→ {f.hint}[/]" if f.hint and f.severity != "ok" else "")
-        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.code, text)
+        text = plain(f.message)
+        if f.hint and f.severity not in ("ok", "skipped"):
+            text.append(f"\n→ {f.hint}", style="dim")
+        table.add_row(plain(f.severity, _STYLE.get(f.severity, "")), plain(f.code), text)
     out.print(table)
 
 

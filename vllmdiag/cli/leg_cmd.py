@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.config import load_recipe
 from vllmdiag.engine.legs import recipe_legs
 from vllmdiag.envs import EnvCache, EnvEvent
@@ -32,10 +32,8 @@ def build(
         out: list[dict[str, Any]] = []
 
         def show(e: EnvEvent) -> None:
-            console.print(
-                f"leg {e.leg}: {e.kind} {e.detail.splitlines()[0] if e.detail else ''}",
-                highlight=False,
-            )
+            first = e.detail.splitlines()[0] if e.detail else ""
+            console.print(plain(f"leg {e.leg}: {e.kind} {first}"), highlight=False)
 
         for spec in recipe_legs(rec, leg):
             env = cache.ensure(spec, observer=show)
@@ -73,26 +71,30 @@ def show(
                 data.update(env.to_json())
             out.append(data)
             if not as_json:
+                head = plain(spec.name, "bold")
+                head.append(f" key {spec.key()} ")
+                head.append("built" if env else "not built", style="" if env else "yellow")
+                head.append(f" at {data['path']}")
+                console.print(head, highlight=False)
                 console.print(
-                    f"[bold]{spec.name}[/] key {spec.key()} "
-                    f"{'built' if env else '[yellow]not built[/]'} at {data['path']}"
-                )
-                console.print(
-                    f"  python {spec.python_request}, requirements: "
-                    f"{' '.join(spec.requirements) or '—'}"
-                    + (f", exclude_newer {spec.exclude_newer}" if spec.exclude_newer else "")
+                    plain(
+                        f"  python {spec.python_request}, requirements: "
+                        f"{' '.join(spec.requirements) or '—'}"
+                        + (f", exclude_newer {spec.exclude_newer}" if spec.exclude_newer else "")
+                    ),
+                    highlight=False,
                 )
                 if env is not None:
                     _stack_table(console, data)
                     if freeze:
-                        console.print("\n".join(f"    {ln}" for ln in env.freeze))
+                        console.print(plain("\n".join(f"    {ln}" for ln in env.freeze)))
         if as_json:
             emit_json({"recipe": rec.name, "legs": out})
 
 
 def _stack_table(console: Any, data: dict[str, Any]) -> None:
     st = data.get("stack", {})
-    table = Table(title=f"{data['leg']} ({data['lock_hash']})", title_justify="left")
+    table = Table(title=plain(f"{data['leg']} ({data['lock_hash']})"), title_justify="left")
     for col in (
         "vllm",
         "torch",
@@ -109,7 +111,7 @@ def _stack_table(console: Any, data: dict[str, Any]) -> None:
     gpu = f"{len(gpus)}× {gpus[0]['name']} ({gpus[0]['driver']})" if gpus else "—"
     table.add_row(
         *(
-            st.get(k) or "—"
+            plain(st.get(k) or "—")
             for k in (
                 "vllm",
                 "torch",
@@ -121,7 +123,7 @@ def _stack_table(console: Any, data: dict[str, Any]) -> None:
                 "python",
             )
         ),
-        gpu,
+        plain(gpu),
     )
     console.print(table)
 

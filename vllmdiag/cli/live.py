@@ -74,16 +74,22 @@ class LiveView:
             self.live.start()
 
     def __call__(self, event: Event) -> None:
+        # Every name, path and log line is data: it goes in as Text, never as markup
+        # (a log line holding "[/data/models/qwen]" must print, not crash the run).
         if isinstance(event, RunStarted):
             self._start()
             self.progress.update(self.task, total=event.cells)
             verb = "resuming" if event.resumed else "run"
-            self.console.print(f"{verb} directory: [bold]{event.run_dir}[/]")
+            self._print(Text(f"{verb} directory: ").append(str(event.run_dir), style="bold"))
         elif isinstance(event, EnvEvent):
-            colour = {"failed": "red", "ready": "green", "reused": "cyan"}.get(event.kind, "")
+            colour = {
+                "failed": "red",
+                "ready": "green",
+                "reused": "cyan",
+                "damaged": "yellow",
+            }.get(event.kind, "")
             first = event.detail.splitlines()[0] if event.detail else ""
-            text = f"leg {event.leg}: {event.kind} {first}"
-            self.console.print(f"[{colour}]{text}[/]" if colour else text, highlight=False)
+            self._print(Text(f"leg {event.leg}: {event.kind} {first}", style=colour))
         elif isinstance(event, CellStarted):
             self.status.plain = f"[{event.index}/{event.total}] {event.cell_id}: starting"
         elif isinstance(event, CellTick):
@@ -95,17 +101,17 @@ class LiveView:
                 )
         elif isinstance(event, CellFinished):
             r = event.result
-            style = STYLE.get(r.outcome.value, "")
-            reused = " (reused)" if event.reused else ""
-            extra = f" rc={r.rc}" if r.rc is not None else ""
-            cause = ""
+            line = Text(f"[{event.index}/{event.total}] {r.id}: ")
+            line.append(r.outcome.value, style=STYLE.get(r.outcome.value, ""))
+            line.append(f" rc={r.rc}" if r.rc is not None else "")
+            line.append(f" {r.elapsed_s:.1f}s" + (" (reused)" if event.reused else ""))
             if r.root_cause and r.root_cause.get("type"):
-                cause = f" — {r.root_cause['type']}: {str(r.root_cause.get('message', ''))[:80]}"
-            self.console.print(
-                f"[{event.index}/{event.total}] {r.id}: [{style}]{r.outcome.value}[/]{extra} "
-                f"{r.elapsed_s:.1f}s{reused}{cause}",
-                highlight=False,
-            )
+                message = str(r.root_cause.get("message", ""))[:80]
+                line.append(f" — {r.root_cause['type']}: {message}")
+            self._print(line)
             self.progress.advance(self.task)
         elif isinstance(event, Note):
-            self.console.print(f"[yellow]{event.level}:[/] {event.text}", highlight=False)
+            self._print(Text(f"{event.level}:", style="yellow").append(f" {event.text}"))
+
+    def _print(self, text: Text) -> None:
+        self.console.print(text, highlight=False, soft_wrap=True)

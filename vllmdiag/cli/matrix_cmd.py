@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from vllmdiag.cli.live import LiveView
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import verdict_table
 from vllmdiag.config import load_recipe
 from vllmdiag.engine.matrix import MatrixOptions, MatrixReport, run_matrix
@@ -21,15 +23,37 @@ from vllmdiag.proc import Interrupted
 
 def matrix(
     recipe: Path = typer.Argument(..., help="Recipe YAML, e.g. recipes/thrmma-cpu.yaml."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show cells, envs and commands."),
-    resume: Path | None = typer.Option(None, "--resume", help="Finish an interrupted run dir."),
-    out: Path | None = typer.Option(
-        None, "--out", help="Run directory (default runs/<recipe>-<UTC>)."
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Show every cell, its env and its exact command; run nothing."
     ),
-    runs_root: Path = typer.Option(Path("runs"), "--runs-root", help="Where run dirs go."),
-    grace: float = typer.Option(10.0, "--grace", help="Seconds between TERM and KILL."),
+    resume: Path | None = typer.Option(
+        None,
+        "--resume",
+        metavar="DIR",
+        help="Finish an interrupted run in its directory: cells with a result are kept.",
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="DIR", help="Run directory (default RUNS_ROOT/<recipe>-<UTC>)."
+    ),
+    runs_root: Path = typer.Option(
+        Path("runs"),
+        "--runs-root",
+        metavar="DIR",
+        help="Where a new run directory is created when --out is not given.",
+    ),
+    grace: float = typer.Option(
+        10.0,
+        "--grace",
+        metavar="SECONDS",
+        help="On timeout or Ctrl-C: seconds between TERM and KILL of a cell's processes.",
+    ),
     allow_contaminated: bool = typer.Option(
         False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."
+    ),
+    wait: bool = typer.Option(
+        False,
+        "--wait",
+        help="If another matrix holds this machine's lock, wait for it instead of stopping.",
     ),
     as_json: bool = JsonOption,
 ) -> None:
@@ -55,6 +79,7 @@ def matrix(
             runs_root=runs_root,
             grace_s=grace,
             allow_contaminated=allow_contaminated,
+            wait=wait,
         )
         with LiveView(console) as view:
             report = run_matrix(rec, opts, view)
@@ -74,27 +99,38 @@ def matrix(
 
 
 def _print_plan(console: Console, data: dict[str, Any]) -> None:
-    console.print(f"[bold]{data['recipe']}[/]: {data['question']}")
+    """The plan as text a user can paste from: each command on one line, quoted with
+    ``shlex.join``, never wrapped or cut (and never parsed as markup)."""
+    head = Text(data["recipe"], style="bold")
+    head.append(f": {data['question']}", style="")
+    console.print(head)
     legs = Table(title="legs", title_justify="left")
     for col in ("leg", "key", "python", "requirements", "exclude_newer", "existing"):
-        legs.add_column(col)
+        legs.add_column(col, overflow="fold")
     for leg in data["legs"]:
         legs.add_row(
-            leg["name"],
-            leg["key"],
-            leg["python"],
-            " ".join(leg["requirements"]),
-            leg["exclude_newer"] or "",
-            leg["existing"] or "",
+            *(
+                plain(v)
+                for v in (
+                    leg["name"],
+                    leg["key"],
+                    leg["python"],
+                    " ".join(leg["requirements"]),
+                    leg["exclude_newer"] or "",
+                    leg["existing"] or "",
+                )
+            )
         )
     console.print(legs)
-    cells = Table(title="cells (in run order)", title_justify="left")
-    for col in ("cell", "leg", "env", "command"):
-        cells.add_column(col, overflow="fold")
+    console.print(Text("cells (in run order)", style="italic"))
     for c in data["cells"]:
-        env = " ".join(f"{k}={v}" for k, v in c["env"].items())
-        cells.add_row(c["id"], c["leg"], env, " ".join(c["argv"]))
-    console.print(cells)
+        line = Text(c["id"], style="bold")
+        line.append(f"  leg {c['leg']}", style="dim")
+        console.print(line, soft_wrap=True)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c["env"].items())
+        if env:
+            console.print(plain(f"  env: {env}"), soft_wrap=True, highlight=False)
+        console.print(plain(f"  $ {shlex.join(c['argv'])}"), soft_wrap=True, highlight=False)
 
 
 def _print_report(console: Console, report: MatrixReport) -> None:
@@ -106,13 +142,17 @@ def _print_report(console: Console, report: MatrixReport) -> None:
             f"{report.recipe.name}: {report.recipe.question}",
         )
     )
-    console.print(f"\n[bold]Verdict.[/] {report.verdict.summary}")
-    console.print(f"summary: {report.run_dir / 'summary.md'}")
+    verdict = Text("\nVerdict. ", style="bold")
+    verdict.append(report.verdict.summary, style="")
+    console.print(verdict)
+    console.print(plain(f"summary: {report.run_dir / 'summary.md'}"))
     if report.interrupted:
-        console.print(
-            f"[yellow]interrupted[/]: resume with vllmdiag matrix "
-            f"{report.recipe.source} --resume {report.run_dir}"
+        again = shlex.join(
+            ["vllmdiag", "matrix", str(report.recipe.source), "--resume", str(report.run_dir)]
         )
+        line = Text("interrupted", style="yellow")
+        line.append(f": resume with {again}", style="")
+        console.print(line, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

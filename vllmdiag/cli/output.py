@@ -1,26 +1,86 @@
 """Shared CLI plumbing: consoles, ``--json`` output and error reporting.
 
 Human output goes to stderr when ``--json`` is given, so stdout carries exactly one
-JSON object.
+JSON object: the command's result, or ``{"error", "where", "hint"}`` when it failed.
+Everything printed goes through :mod:`vllmdiag.redact` (no secret reaches a terminal
+or a captured log), and text that came from logs, recipes or users is escaped before
+Rich sees it (see :func:`lit`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
+from vllmdiag import redact
 from vllmdiag.errors import VllmdiagError
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
 
-JsonOption = typer.Option(False, "--json", help="Print one JSON object on stdout, nothing else.")
+class _Redacting:
+    """A text stream that masks secrets on the way to ``sys.stdout``/``sys.stderr``
+    (looked up at each write, so a test runner's capture is honoured)."""
+
+    def __init__(self, target: Callable[[], IO[str]]) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        self._target().write(redact.text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def isatty(self) -> bool:
+        return self._target().isatty()
+
+    def fileno(self) -> int:
+        return self._target().fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._target(), "encoding", "utf-8") or "utf-8"
+
+
+stdout = Console(file=_Redacting(lambda: sys.stdout), soft_wrap=True)  # type: ignore[arg-type]
+stderr = Console(file=_Redacting(lambda: sys.stderr), soft_wrap=True)  # type: ignore[arg-type]
+
+
+class _Mode:
+    """Whether the command being run was given ``--json`` (set while its options are
+    parsed, so that an error reported from anywhere in it takes the same form)."""
+
+    json = False
+
+
+def set_json_mode(value: bool) -> bool:
+    _Mode.json = bool(value)
+    return value
+
+
+JsonOption = typer.Option(
+    False,
+    "--json",
+    help="Print one JSON object on stdout, nothing else (an error too).",
+    callback=set_json_mode,
+)
+
+
+def lit(value: object) -> str:
+    """``value`` as literal text inside a markup string: ``[bold]`` stays ``[bold]``."""
+    return escape(str(value))
+
+
+def plain(value: object, style: str = "") -> Text:
+    """``value`` as a Rich Text: never parsed as markup, never highlighted."""
+    return Text(str(value), style=style)
 
 
 def human(as_json: bool) -> Console:
@@ -29,8 +89,27 @@ def human(as_json: bool) -> Console:
 
 
 def emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.write(json.dumps(redact.data(obj), indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def json_mode() -> bool:
+    return _Mode.json
+
+
+def report_error(
+    message: str, *, where: str | None, hint: str | None, as_json: bool, show: bool = True
+) -> None:
+    """One error, for people on stderr and, with ``--json``, as an object on stdout."""
+    if show:
+        head = f"{where}: {message}" if where else message
+        text = Text("error: ", style="bold red")
+        text.append(head)
+        if hint:
+            text.append(f"\n  hint: {hint}")
+        stderr.print(text, highlight=False)
+    if as_json:
+        emit_json({"error": message, "where": where, "hint": hint})
 
 
 @contextmanager
@@ -39,8 +118,10 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except VllmdiagError as exc:
-        stderr.print(f"[bold red]error:[/] {exc.render()}", highlight=False, markup=True)
+        report_error(exc.message, where=exc.where, hint=exc.hint, as_json=json_mode())
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
+        if json_mode():
+            emit_json({"error": "interrupted", "where": None, "hint": None})
         stderr.print("[yellow]interrupted[/]")
         raise typer.Exit(130) from None

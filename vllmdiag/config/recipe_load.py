@@ -9,11 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vllmdiag import redact
 from vllmdiag.config.arms_lib import ArmLibrary, load_arm_library
 from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm
-from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.recipe import Recipe, check_name
 from vllmdiag.paths import data_dir
 
 
@@ -39,6 +40,7 @@ def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
         raise located.error((), "a recipe is a mapping (name, question, legs, baseline, ...)")
     lib = library or load_arm_library()
     data: dict[str, Any] = dict(located.data)
+    _check_names(located, data, "legs", "leg")
     data["workloads"] = _workloads(located, data)
     data["arms"] = [
         _arm(located, lib, ("arms", i), raw) for i, raw in enumerate(_list(located, data, "arms"))
@@ -51,7 +53,20 @@ def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
     ]
     data["source"] = path.resolve()
     recipe: Recipe = validate(Recipe, located, data)
+    redact.remember(recipe_secrets(recipe))
     return recipe
+
+
+def recipe_secrets(recipe: Recipe) -> list[str]:
+    """Values to keep out of everything vllmdiag writes or prints: those of secret-looking
+    variables the recipe sets, and passwords in its index URLs (children get them)."""
+    envs = [recipe.baseline.env, *(w.env for w in recipe.workloads.values())]
+    envs += [a.env for a in recipe.all_arms()]
+    found = [v for env in envs for k, v in env.items() if redact.is_secret_name(k)]
+    for leg in recipe.legs.values():
+        for url in (leg.index_url, *leg.extra_index_urls):
+            found += redact.url_secrets(url or "")
+    return found
 
 
 def _list(located: Located, data: dict[str, Any], key: str) -> list[Any]:
@@ -75,6 +90,7 @@ def _workloads(located: Located, data: dict[str, Any]) -> Any:
                 key=True,
                 hint="add 'models', or use 'workloads' instead",
             )
+        _check_names(located, data, "workloads", "workload")
         return data.get("workloads")
     if "workloads" in data:
         raise located.error(
@@ -83,10 +99,43 @@ def _workloads(located: Located, data: dict[str, Any]) -> Any:
     if not isinstance(template, dict):
         raise located.error(("models",), "'models' needs a 'workload' template", key=True)
     if isinstance(models, list):
-        models = {str(m).rstrip("/").rsplit("/", 1)[-1]: m for m in models}
+        named = {}
+        for i, m in enumerate(models):
+            name = str(m).rstrip("/").rsplit("/", 1)[-1]
+            if name in named:
+                raise located.error(
+                    ("models", i),
+                    f"two models are both called {name!r} here",
+                    hint="give the models names: models: {name: model-id, ...}",
+                )
+            _check_name(located, ("models", i), "workload", name, key=False)
+            named[name] = m
+        models = named
     if not isinstance(models, dict) or not models:
         raise located.error(("models",), "'models' is a list of model ids or a name→id map")
+    _check_names(located, {"models": models}, "models", "workload")
     return {name: {**template, "model": model} for name, model in models.items()}
+
+
+def _check_names(located: Located, data: dict[str, Any], key: str, kind: str) -> None:
+    value = data.get(key)
+    if isinstance(value, dict):
+        for name in value:
+            _check_name(located, (key, name), kind, name, key=True)
+
+
+def _check_name(
+    located: Located, path: tuple[str | int, ...], kind: str, name: str, *, key: bool
+) -> None:
+    try:
+        check_name(kind, name)
+    except ValueError as exc:
+        raise located.error(
+            path,
+            str(exc),
+            key=key,
+            hint=f"a {kind} name is part of every cell id and run-directory path",
+        ) from None
 
 
 def _arm(located: Located, lib: ArmLibrary, path: tuple[str | int, ...], raw: Any) -> Arm:

@@ -14,8 +14,10 @@ from typing import Any, Union
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
 
+from vllmdiag.config.source import read_text
 from vllmdiag.errors import ConfigError
 
 Path_ = tuple[str | int, ...]
@@ -49,44 +51,131 @@ class Located:
         return ConfigError(text, where=self.where(path, key=key), hint=hint)
 
 
-def load_yaml(file: Path) -> Located:
+#: A recipe has hundreds of values; YAML aliases that expand exponentially (the
+#: "billion laughs") would have billions. Both limits stop them at once.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
+
+
+def load_yaml(file: Path, *, what: str = "file") -> Located:
+    text = read_text(file, what=what)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", where=str(file)) from None
-    yaml = YAML(typ="rt")
-    try:
-        root = yaml.load(text)
+        _prescan(text, file)
+        root = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else str(file)
-        raise ConfigError(f"not valid YAML: {exc.problem}", where=where) from None
+        raise ConfigError(
+            f"not valid YAML: {exc.problem}", where=_mark(file, exc.problem_mark)
+        ) from None
+    except YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", where=str(file)) from None
+    except RecursionError:
+        raise ConfigError(
+            f"not valid here: nested more than {MAX_DEPTH} levels deep",
+            where=str(file),
+            hint="a recipe nests a few levels; is this the right file?",
+        ) from None
     located = Located(file, None)
-    located.data = _walk(root, (), located)
+    located.data = _Walk(located).walk(root, ())
     return located
 
 
-def _walk(node: Any, path: Path_, out: Located) -> Any:
-    if isinstance(node, CommentedMap):
+def _prescan(text: str, file: Path) -> None:
+    """Depth and recursive aliases, from the event stream (the parser is iterative;
+    composing 50,000 nested lists would exhaust the stack first)."""
+    depth = 0
+    open_anchors: list[str | None] = []
+    for ev in YAML(typ="rt").parse(text):
+        if isinstance(ev, CollectionStartEvent):
+            depth += 1
+            open_anchors.append(ev.anchor)
+            if depth > MAX_DEPTH:
+                raise ConfigError(
+                    f"nested more than {MAX_DEPTH} levels deep",
+                    where=_mark(file, ev.start_mark),
+                    hint="a recipe nests a few levels; is this the right file?",
+                )
+        elif isinstance(ev, CollectionEndEvent):
+            depth -= 1
+            open_anchors.pop()
+        elif isinstance(ev, AliasEvent) and ev.anchor in open_anchors:
+            raise ConfigError(
+                f"the alias *{ev.anchor} is inside the value its anchor &{ev.anchor} marks "
+                "(a recursive alias)",
+                where=_mark(file, ev.start_mark),
+                hint="an alias can only repeat a value that is complete where it is used",
+            )
+
+
+def _mark(file: Path, mark: Any) -> str:
+    return f"{file}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(file)
+
+
+class _Walk:
+    """CommentedMap/Seq → plain data, with positions, counting every value an alias
+    expands to and refusing an alias that contains itself."""
+
+    def __init__(self, out: Located) -> None:
+        self.out = out
+        self.values = 0
+        self.open: set[int] = set()
+
+    def walk(self, node: Any, path: Path_) -> Any:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise self.out.error(
+                path,
+                f"the document expands to more than {MAX_VALUES:,} values",
+                hint="YAML aliases (*name) that refer to lists of aliases expand "
+                "exponentially; write the values out, or use fewer levels of aliases",
+            )
+        if len(path) > MAX_DEPTH:
+            raise self.out.error(path, f"nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, str):
+            if "\x00" in node:
+                raise self.out.error(
+                    path,
+                    "contains a NUL character (\\0), which no command line or "
+                    "environment variable can carry",
+                )
+            return node
+        if not isinstance(node, (CommentedMap, CommentedSeq)):
+            return node
+        if id(node) in self.open:
+            raise self.out.error(
+                path,
+                "a YAML alias refers to a node that contains it (a recursive alias)",
+                hint="an alias (*name) cannot appear inside the value its anchor (&name) marks",
+            )
+        self.open.add(id(node))
+        try:
+            if isinstance(node, CommentedMap):
+                return self._map(node, path)
+            return self._seq(node, path)
+        finally:
+            self.open.discard(id(node))
+
+    def _map(self, node: CommentedMap, path: Path_) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for k, v in node.items():
             sub = (*path, str(k))
             try:
-                out.keys[sub] = tuple(node.lc.key(k))
-                out.values[sub] = tuple(node.lc.value(k))
+                self.out.keys[sub] = tuple(node.lc.key(k))
+                self.out.values[sub] = tuple(node.lc.value(k))
             except (KeyError, TypeError):
                 pass
-            result[str(k)] = _walk(v, sub, out)
+            if "\x00" in str(k):
+                raise self.out.error(sub, "a key contains a NUL character (\\0)", key=True)
+            result[str(k)] = self.walk(v, sub)
         return result
-    if isinstance(node, CommentedSeq):
+
+    def _seq(self, node: CommentedSeq, path: Path_) -> list[Any]:
         items = []
         for i, v in enumerate(node):
             sub = (*path, i)
             with contextlib.suppress(KeyError, TypeError):
-                out.values[sub] = tuple(node.lc.item(i))
-            items.append(_walk(v, sub, out))
+                self.out.values[sub] = tuple(node.lc.item(i))
+            items.append(self.walk(v, sub))
         return items
-    return node
 
 
 def dotted_path(path: Path_) -> str:

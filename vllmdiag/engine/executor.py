@@ -4,13 +4,15 @@ the rest."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from vllmdiag import proc
+from vllmdiag import proc, redact
+from vllmdiag.errors import RunDirError
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,9 @@ def log_header(task: CellTask) -> str:
     """The first lines of a cell's log: when it started (local time, the clock vLLM's own
     log stamps use, so start-up phases line up) and the command."""
     started = datetime.now().isoformat(timespec="milliseconds")
-    return f"# vllmdiag: cell started {started} local time\n$ {' '.join(task.argv)}\n"
+    return (
+        f"# vllmdiag: cell started {started} local time\n$ {shlex.join(redact.argv(task.argv))}\n"
+    )
 
 
 class LocalExecutor:
@@ -62,16 +66,24 @@ class LocalExecutor:
     def run(
         self, task: CellTask, on_tick: Tick | None = None, on_spawn: Spawned | None = None
     ) -> CellRun:
-        with open(task.log, "a", encoding="utf-8") as fh:
-            fh.write(log_header(task))
-        done = proc.run(
-            task.argv,
-            env=task.env,
-            cwd=task.cwd,
-            timeout=task.timeout,
-            log=task.log,
-            grace_s=task.grace_s,
-            on_tick=on_tick,
-            on_spawn=on_spawn,
-        )
+        try:
+            with open(task.log, "a", encoding="utf-8") as fh:
+                fh.write(log_header(task))
+            done = proc.run(
+                task.argv,
+                env=task.env,
+                cwd=task.cwd,
+                timeout=task.timeout,
+                log=task.log,
+                grace_s=task.grace_s,
+                on_tick=on_tick,
+                on_spawn=on_spawn,
+            )
+        except OSError as exc:  # the log cannot be written: the tool's failure, not the cell's
+            raise RunDirError(
+                f"cannot write the log of cell {task.cell_id}: {exc.strerror}",
+                where=str(task.log),
+                hint="free some space (or fix permissions) on the run directory's disk, "
+                "then resume the run with --resume",
+            ) from None
         return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)

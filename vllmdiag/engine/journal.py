@@ -1,22 +1,42 @@
 """The run directory: an append-only, schema-versioned ``run.jsonl`` plus one atomically
 written ``result.json`` per finished cell, so a run killed at any instant loses nothing
-that had finished and can be resumed."""
+that had finished and can be resumed.
+
+Everything written here goes through :mod:`vllmdiag.redact` (no secret lands in a run
+directory). A line or result file that cannot be read (torn by a crash, damaged by
+hand) is skipped with a warning, never fatal and never misread; a directory that cannot
+be written (a file in the way, no permission, a full disk) stops the run with a
+:class:`RunDirError` that says how to resume it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import errno
 import json
 import os
+import shutil
 import socket
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllmdiag import atomic
-from vllmdiag.errors import VllmdiagError
+from vllmdiag import atomic, redact
+from vllmdiag.errors import RunDirError, VllmdiagError
 from vllmdiag.model.outcome import CellResult
 
 SCHEMA = 1
 EVENTS = "run.jsonl"
+#: Below this much free space a cell's log may have been cut short: its outcome is not
+#: recorded (a full disk is the tool's problem, never the cell's verdict).
+MIN_FREE_BYTES = 1024 * 1024
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+Warn = Callable[[str], None]
 
 
 def utc_now() -> str:
@@ -24,34 +44,57 @@ def utc_now() -> str:
 
 
 class RunDir:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, warn: Warn | None = None) -> None:
         self.path = path
+        self.warnings: list[str] = []
+        self._warn = warn
+        self.source: str | None = None  # the recipe, for the resume hint
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+        if self._warn is not None:
+            self._warn(text)
 
     @classmethod
-    def create(cls, recipe_name: str, *, out: Path | None, runs_root: Path) -> RunDir:
+    def create(
+        cls, recipe_name: str, *, out: Path | None, runs_root: Path, warn: Warn | None = None
+    ) -> RunDir:
         if out is None:
             stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             out = runs_root / f"{recipe_name}-{stamp}"
-        if (out / EVENTS).exists():
-            raise VllmdiagError(
-                "this run directory already holds a run",
-                where=str(out),
-                hint=f"resume it with --resume {out}, or choose another --out",
-            )
-        out.mkdir(parents=True, exist_ok=True)
-        return cls(out)
+        run = cls(out, warn)
+        with run._writing(out, "create the run directory"):
+            if out.exists() and not out.is_dir():
+                raise RunDirError(
+                    "the run directory is an existing file",
+                    where=str(out),
+                    hint="give --out (or --runs-root) a directory path, new or existing",
+                )
+            if (out / EVENTS).exists():
+                raise RunDirError(
+                    "this run directory already holds a run",
+                    where=str(out),
+                    hint=f"resume it with --resume {out}, or choose another --out",
+                )
+            out.mkdir(parents=True, exist_ok=True)
+        run._probe_writable()
+        return run
 
     @classmethod
-    def resume(cls, path: Path, recipe_name: str) -> RunDir:
+    def resume(cls, path: Path, recipe_name: str, warn: Warn | None = None) -> RunDir:
         events = path / EVENTS
-        if not events.exists():
-            raise VllmdiagError(
+        try:
+            mode = events.stat().st_mode
+        except OSError:
+            mode = 0
+        if not stat.S_ISREG(mode):
+            raise RunDirError(
                 "not a vllmdiag run directory (no run.jsonl)",
                 where=str(path),
                 hint="give the directory a previous 'vllmdiag matrix' printed",
             )
-        run = cls(path)
-        for i, ev in enumerate(run.events(), start=1):
+        run = cls(path, warn)
+        for i, ev in run._numbered_events():
             if ev.get("schema") != SCHEMA:
                 raise VllmdiagError(
                     f"run.jsonl schema {ev.get('schema')!r}; this vllmdiag reads {SCHEMA}",
@@ -64,27 +107,42 @@ class RunDir:
                     where=str(path),
                     hint="resume a run with the recipe that started it",
                 )
+        run._probe_writable()
         return run
 
     def events(self) -> list[dict[str, Any]]:
-        out = []
-        with open(self.path / EVENTS, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
+        return [ev for _, ev in self._numbered_events()]
+
+    def _numbered_events(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        file = self.path / EVENTS
+        with self._reading(file), open(file, "rb") as fh:
+            for i, raw in enumerate(fh, start=1):
+                if not raw.strip():
                     continue
                 try:
-                    out.append(json.loads(line))
+                    ev = json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    self.warn(f"{file}:{i}: not UTF-8; line skipped")
+                    continue
                 except ValueError:
-                    continue  # a line torn by a crash mid-write: the result files rule
-        return out
+                    self.warn(f"{file}:{i}: not JSON (torn by a crash?); line skipped")
+                    continue
+                if not isinstance(ev, dict):
+                    self.warn(f"{file}:{i}: a JSON {type(ev).__name__}, not an event; skipped")
+                    continue
+                yield i, ev
 
     def event(self, kind: str, **fields: Any) -> None:
-        atomic.append_jsonl(
-            self.path / EVENTS, {"schema": SCHEMA, "event": kind, "ts": utc_now(), **fields}
-        )
+        if kind == "run_started" and fields.get("source"):
+            self.source = str(fields["source"])
+        record = {"schema": SCHEMA, "event": kind, "ts": utc_now(), **redact.data(fields)}
+        file = self.path / EVENTS
+        with self._writing(file, "append to the run journal"):
+            atomic.append_jsonl(file, record)
 
     def cell_dir(self, cell_id: str) -> Path:
+        if not cell_id or "/" in cell_id or cell_id in (".", "..") or "\x00" in cell_id:
+            raise VllmdiagError(f"cell id {cell_id!r} cannot name a directory")
         return self.path / "cells" / cell_id
 
     def log_path(self, cell_id: str) -> Path:
@@ -96,28 +154,130 @@ class RunDir:
     def prepare_cell(self, cell_id: str) -> None:
         """A fresh attempt: keep the previous attempt's log beside it, never mix them."""
         log = self.log_path(cell_id)
-        if log.exists():
-            os.replace(log, log.with_name("log.previous.txt"))
-        self.out_dir(cell_id).mkdir(parents=True, exist_ok=True)
+        with self._writing(log.parent, "prepare the cell directory"):
+            if log.exists():
+                os.replace(log, log.with_name("log.previous.txt"))
+            self.out_dir(cell_id).mkdir(parents=True, exist_ok=True)
 
     def write_result(self, result: CellResult) -> None:
-        atomic.write_json(self.cell_dir(result.id) / "result.json", result.to_json())
+        file = self.cell_dir(result.id) / "result.json"
+        free = _free_bytes(self.path)
+        if free is not None and free < MIN_FREE_BYTES:
+            raise self._error(
+                file,
+                OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+                f"record cell {result.id} ({free // 1024} KiB free: its log may be cut "
+                "short, so its outcome is not trusted)",
+            )
+        data = result.to_json()
+        data["log"] = _relative(data.get("log") or "", self.path)
+        with self._writing(file, f"record cell {result.id}"):
+            atomic.write_json(file, redact.data(data))
 
     def finished(self) -> dict[str, CellResult]:
         out: dict[str, CellResult] = {}
         for file in sorted((self.path / "cells").glob("*/result.json")):
             try:
-                res = CellResult.from_json(atomic.read_json(file))
-            except (OSError, ValueError, KeyError):
+                data = atomic.read_json(file)
+            except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+                self.warn(f"{file}: unreadable ({exc}); the cell runs again")
                 continue
+            if not isinstance(data, dict):
+                self.warn(f"{file}: a JSON {type(data).__name__}, not a result; runs again")
+                continue
+            try:
+                res = CellResult.from_json(data)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                self.warn(f"{file}: not a cell result ({exc!r}); the cell runs again")
+                continue
+            if res.id != file.parent.name:
+                self.warn(f"{file}: holds cell {res.id!r}, not {file.parent.name!r}; ignored")
+                continue
+            if res.log_path and not Path(res.log_path).is_absolute():
+                res = dataclasses.replace(res, log_path=str(self.path / res.log_path))
             out[res.id] = res
         return out
 
     def write_json(self, name: str, obj: Any) -> None:
-        atomic.write_json(self.path / name, obj)
+        file = self.path / name
+        with self._writing(file, f"write {name}"):
+            atomic.write_json(file, redact.data(obj))
 
     def write_text(self, name: str, text: str) -> None:
-        atomic.write_text(self.path / name, text)
+        file = self.path / name
+        with self._writing(file, f"write {name}"):
+            atomic.write_text(file, redact.text(text))
+
+    def _probe_writable(self) -> None:
+        with self._writing(self.path, "write in the run directory"):
+            fd, tmp = tempfile.mkstemp(prefix=".probe.", dir=self.path)
+            os.close(fd)
+            os.unlink(tmp)
+
+    @contextlib.contextmanager
+    def _reading(self, file: Path) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise RunDirError(
+                f"cannot read {file.name}: {exc.strerror}",
+                where=str(file),
+                hint="check the path and its permissions",
+            ) from None
+
+    @contextlib.contextmanager
+    def _writing(self, file: Path, what: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise self._error(file, exc, what) from None
+
+    def _error(self, file: Path, exc: OSError, what: str) -> RunDirError:
+        recipe = self.source or "RECIPE"
+        resume = f"vllmdiag matrix {recipe} --resume {self.path}"
+        if exc.errno in _FULL:
+            return RunDirError(
+                f"the disk is full: cannot {what}",
+                where=str(file),
+                hint=f"every cell that finished is intact; free some space, then: {resume}",
+            )
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            problem = "is read-only" if exc.errno == errno.EROFS else "is not writable"
+            return RunDirError(
+                f"the run directory {problem}: cannot {what}",
+                where=str(file),
+                hint="choose a writable place with --out or --runs-root"
+                + (f", or make it writable and resume: {resume}" if self.source else ""),
+            )
+        if exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR):
+            return RunDirError(
+                f"cannot {what}: a file is in the way ({exc.strerror})",
+                where=str(exc.filename or file),
+                hint="give --out (or --runs-root) a directory path, new or existing",
+            )
+        return RunDirError(
+            f"cannot {what}: {exc.strerror or exc}",
+            where=str(file),
+            hint="choose a place you can write with --out or --runs-root"
+            + (f", or fix it and resume: {resume}" if self.source else ""),
+        )
+
+
+def _free_bytes(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def _relative(path: str, base: Path) -> str:
+    """A cell's log path as written in its result: relative to the run directory."""
+    if not path:
+        return path
+    try:
+        return str(Path(path).resolve().relative_to(base.resolve()))
+    except ValueError:
+        return path
 
 
 def host() -> str:

@@ -50,6 +50,7 @@ class MatrixOptions:
     runs_root: Path = Path("runs")
     grace_s: float = proc.DEFAULT_GRACE_S
     allow_contaminated: bool = False
+    wait: bool = False  # queue behind another matrix holding the node lock
     executor: Executor = field(default_factory=LocalExecutor)
     cache: EnvCache = field(default_factory=EnvCache)
 
@@ -97,7 +98,12 @@ def run_matrix(recipe: Recipe, options: MatrixOptions, observer: Observer = igno
     """Run ``recipe`` to its verdict. SIGTERM and SIGHUP stop it as Ctrl-C does: the
     running cell's whole tree is ended, the stop journaled, the verdict marked partial."""
     plan(recipe, options.cache)  # validates every command before anything runs
-    with proc.stop_signals() as stop, file_lock(node_lock_path(), wait=False, what="the node lock"):
+
+    def waiting(holder: str) -> None:
+        observer(Note("info", f"waiting for the node lock (held by pid {holder})"))
+
+    lock = file_lock(node_lock_path(), wait=options.wait, what="the node lock", on_wait=waiting)
+    with proc.stop_signals() as stop, lock:
         report = MatrixRun(recipe, options, observer).execute()
     if report.interrupted:
         report = replace(report, stopped_by=stop.signame or "SIGINT")
@@ -111,10 +117,16 @@ class MatrixRun:
         self.recipe = recipe
         self.opts = options
         self.notify = observer
+
+        def warn(text: str) -> None:
+            observer(Note("warning", text))
+
         if options.resume is not None:
-            self.run = RunDir.resume(options.resume, recipe.name)
+            self.run = RunDir.resume(options.resume, recipe.name, warn)
         else:
-            self.run = RunDir.create(recipe.name, out=options.out, runs_root=options.runs_root)
+            self.run = RunDir.create(
+                recipe.name, out=options.out, runs_root=options.runs_root, warn=warn
+            )
         self.run_id = _run_id(self.run) if options.resume else uuid.uuid4().hex[:16]
         self.readers = RunReaders()
         self.envs: dict[str, Env] = {}

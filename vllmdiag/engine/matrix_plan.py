@@ -79,14 +79,23 @@ def _python_of(leg: LegSpec, env_path: Path) -> Path:
 
 def find_cell(cells: Sequence[planmod.CellPlan], cell_id: str) -> planmod.CellPlan:
     """A cell by full id (``r1.baseline.w``), ``arm.workload`` (repeat 1) or a workload
-    name (baseline, repeat 1)."""
-    for cell in cells:
-        if cell_id in (cell.id, f"{cell.arm}.{cell.workload}") and (
-            cell.id == cell_id or cell.repeat == 1
-        ):
-            return cell
-        if cell_id == cell.workload and cell.arm == "baseline" and cell.repeat == 1:
-            return cell
+    name (baseline, repeat 1). A short form that fits two cells is refused, not guessed."""
+    exact = [c for c in cells if c.id == cell_id]
+    if exact:
+        return exact[0]
+    short = [
+        c
+        for c in cells
+        if c.repeat == 1
+        and (cell_id == f"{c.arm}.{c.workload}" or (cell_id == c.workload and c.arm == "baseline"))
+    ]
+    if len(short) == 1:
+        return short[0]
+    if len(short) > 1:
+        raise VllmdiagError(
+            f"{cell_id!r} names more than one cell: " + ", ".join(c.id for c in short),
+            hint="give the full cell id (vllmdiag matrix RECIPE --dry-run lists them)",
+        )
     close = difflib.get_close_matches(cell_id, [c.id for c in cells], n=1)
     raise VllmdiagError(
         f"no cell {cell_id!r} in this recipe",

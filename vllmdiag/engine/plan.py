@@ -11,8 +11,9 @@ import json
 from dataclasses import dataclass, field
 
 from vllmdiag.envs.spec import LegSpec
+from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm, Flag
-from vllmdiag.model.recipe import LegConfig, Recipe
+from vllmdiag.model.recipe import LegConfig, Recipe, cell_id_clash
 from vllmdiag.model.verdict import BASELINE, ArmInfo
 
 
@@ -73,7 +74,15 @@ def expand(recipe: Recipe) -> list[CellPlan]:
                         flags=flags,
                     )
                 )
+    ids = [c.id for c in cells]
+    if len(set(ids)) != len(ids):  # the recipe refuses this at load; never overwrite a result
+        clash = cell_id_clash([BASELINE, *(a.name for a in recipe.all_arms())], recipe.workloads)
+        raise ConfigError(clash or "two cells share one id", where=_where(recipe))
     return cells
+
+
+def _where(recipe: Recipe) -> str | None:
+    return str(recipe.source) if recipe.source else None
 
 
 def cell_id(repeat: int, arm: str, workload: str) -> str:

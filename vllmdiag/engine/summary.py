@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from vllmdiag import redact
 from vllmdiag.model.verdict import Status, Verdict
 
 if TYPE_CHECKING:
@@ -41,15 +42,20 @@ def markdown(report: MatrixReport) -> str:
     workloads = list(report.recipe.workloads)
     rows = table_rows(v, workloads)
     out = [f"# {report.recipe.name}", "", f"**Question.** {report.recipe.question}", ""]
-    out.append("| " + " | ".join(rows[0]) + " |")
+    out.append("| " + " | ".join(_md_cell(c) for c in rows[0]) + " |")
     out.append("| " + " | ".join("---" for _ in rows[0]) + " |")
     for r in rows[1:]:
         bold = "sufficient" in r[-1]
-        cells = [f"**{c}**" if bold and c else c for c in r]
+        cells = [f"**{_md_cell(c)}**" if bold and c else _md_cell(c) for c in r]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", f"**Verdict.** {v.summary}", ""]
     out += _details(report)
     return "\n".join(out) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    """A table cell: a ``|`` in a name or label would split the row."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _details(report: MatrixReport) -> list[str]:
@@ -95,7 +101,7 @@ def _details(report: MatrixReport) -> list[str]:
         if st.get("torch_cuda"):
             torch += f" (CUDA {st['torch_cuda']})"
         out.append(
-            f"| {env['leg']} | `{env['path']}` | `{env['lock_hash']}` | "
+            f"| {_md_cell(env['leg'])} | `{env['path']}` | `{env['lock_hash']}` | "
             f"{st.get('vllm') or '—'} | {torch} | {st.get('python')} | "
             f"{', '.join(env.get('pins', [])) or '—'} |"
         )
@@ -121,6 +127,7 @@ def text(report: MatrixReport) -> str:
 
 
 def write_summaries(run: RunDir, report: MatrixReport) -> None:
-    run.write_text("summary.md", markdown(report))
-    run.write_text("summary.txt", text(report))
-    run.write_json("verdict.json", report.verdict.to_json())
+    """Shareable files: no secret, no home path (``~``), no host or user name."""
+    run.write_text("summary.md", redact.shareable(markdown(report)))
+    run.write_text("summary.txt", redact.shareable(text(report)))
+    run.write_json("verdict.json", redact.shareable_data(report.verdict.to_json()))

@@ -19,14 +19,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
-from vllmdiag import atomic, probes, proc
+from vllmdiag import atomic, probes, proc, redact
 from vllmdiag.envs.gpu import gpu_info
-from vllmdiag.envs.spec import LegSpec, parse_requirement
-from vllmdiag.envs.uvtool import uv, uv_run
+from vllmdiag.envs.spec import LegSpec
+from vllmdiag.envs.uvtool import append_log, resolver_message, uv, uv_run
+from vllmdiag.envs.verify import damage, freeze_versions, pin_problems, read_marker
 from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.locks import file_lock
 from vllmdiag.paths import cache_root
@@ -64,7 +61,7 @@ class Env:
 
     def installed(self) -> dict[str, str]:
         """Distribution name (canonical) → version, from the freeze."""
-        return _freeze_versions(self.freeze)
+        return freeze_versions(self.freeze)
 
     def child_environ(self, base: dict[str, str]) -> dict[str, str]:
         """``base`` with this env first on PATH and ``VIRTUAL_ENV`` set."""
@@ -109,7 +106,7 @@ class EnvCache:
         """The env for ``spec`` if it is built and healthy; never builds."""
         if spec.existing is not None:
             return self._adopt(spec)
-        return self._reuse(spec, self.path_for(spec))
+        return self._reuse(spec, self.path_for(spec))[0]
 
     def ensure(
         self, spec: LegSpec, *, observer: Observer | None = None, log: Path | None = None
@@ -122,10 +119,12 @@ class EnvCache:
             return env
         path = self.path_for(spec)
         with file_lock(self.root / f"{path.name}.lock", what=f"env {spec.name}"):
-            reused = self._reuse(spec, path)
+            reused, why = self._reuse(spec, path)
             if reused is not None:
                 notify(EnvEvent(spec.name, "reused", str(path)))
                 return reused
+            if why:
+                notify(EnvEvent(spec.name, "damaged", f"{why}: rebuilding"))
             notify(EnvEvent(spec.name, "building", " ".join(spec.requirements)))
             try:
                 env = self._build(spec, path, log)
@@ -135,18 +134,18 @@ class EnvCache:
             notify(EnvEvent(spec.name, "ready", f"{env.build_s:.1f}s"))
             return env
 
-    def _reuse(self, spec: LegSpec, path: Path) -> Env | None:
-        marker = path / MARKER
-        try:
-            data = atomic.read_json(marker)
-        except (OSError, ValueError):
-            return None
-        if data.get("schema") != MARKER_SCHEMA or data.get("key") != spec.key():
-            return None
+    def _reuse(self, spec: LegSpec, path: Path) -> tuple[Env | None, str]:
+        """The cached env if it proves itself, else None and why not ("" if not built)."""
+        data, why = read_marker(path / MARKER, schema=MARKER_SCHEMA, key=spec.key())
+        if data is None:
+            return None, why
         python = Path(data["python"])
         if not _healthy(python):
-            return None
-        return Env(
+            return None, "its python does not start"
+        broken = damage(python, spec.requirements)
+        if broken:
+            return None, broken
+        env = Env(
             spec=spec,
             path=path,
             python=python,
@@ -156,6 +155,7 @@ class EnvCache:
             reused=True,
             gpu=gpu_info(),
         )
+        return env, ""
 
     def _build(self, spec: LegSpec, path: Path, log: Path | None) -> Env:
         start = time.monotonic()
@@ -190,11 +190,11 @@ class EnvCache:
         if spec.requirements:
             done = uv_run(*args)
             if log is not None:
-                _append_log(log, done)
+                append_log(log, done)
             if not done.ok:
                 shutil.rmtree(path, ignore_errors=True)
                 raise EnvError(
-                    "install failed: " + _resolver_message(done),
+                    "install failed: " + resolver_message(done),
                     where=where,
                     hint="the requirements do not resolve or build here; see the message "
                     "above (an --exclude-newer date or index may exclude the version)",
@@ -205,7 +205,9 @@ class EnvCache:
         check_pins(env)
         atomic.write_json(
             path / MARKER,
-            {"schema": MARKER_SCHEMA, "key": spec.key(), "created": _now(), **env.to_json()},
+            redact.data(
+                {"schema": MARKER_SCHEMA, "key": spec.key(), "created": _now(), **env.to_json()}
+            ),
         )
         return env
 
@@ -220,6 +222,14 @@ class EnvCache:
             )
         env = self._describe(spec, _existing_prefix(spec.existing), python, reused=True)
         check_pins(env)
+        broken = damage(python, spec.requirements)
+        if broken:
+            raise EnvError(
+                f"the environment is damaged: {broken}",
+                where=f"leg {spec.name} ({spec.existing})",
+                hint="reinstall what is listed (vllmdiag never modifies an existing "
+                "environment), or let vllmdiag build the leg from requirements",
+            )
         return env
 
     def _describe(
@@ -239,16 +249,7 @@ class EnvCache:
 
 def check_pins(env: Env) -> None:
     """Every requirement of the leg must hold in what was installed; else EnvError."""
-    installed = env.installed()
-    problems = []
-    for text in env.spec.requirements:
-        req = parse_requirement(text)
-        got = installed.get(canonicalize_name(req.name))
-        if got is None:
-            problems.append(f"{req.name} is not installed (wanted {text})")
-            continue
-        if req.specifier and not _satisfies(req, got):
-            problems.append(f"{req.name}=={got} does not satisfy {text}")
+    problems = pin_problems(env.spec.requirements, env.installed())
     if problems:
         raise EnvError(
             "a pin did not hold: " + "; ".join(problems),
@@ -256,25 +257,6 @@ def check_pins(env: Env) -> None:
             hint="another requirement forces a different version; this cell cannot test "
             "the pin, so it is an error, not a result",
         )
-
-
-def _satisfies(req: Requirement, version: str) -> bool:
-    try:
-        return req.specifier.contains(Version(version), prereleases=True)
-    except InvalidVersion:
-        return False
-
-
-def _freeze_versions(freeze: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in freeze:
-        if "==" in line:
-            name, _, ver = line.partition("==")
-            out[canonicalize_name(name.strip())] = ver.strip()
-        elif " @ " in line:
-            name = line.split(" @ ", 1)[0]
-            out[canonicalize_name(name.strip())] = "@" + line.split(" @ ", 1)[1]
-    return out
 
 
 def _healthy(python: Path) -> bool:
@@ -296,17 +278,6 @@ def _existing_python(path: Path) -> Path:
 def _existing_prefix(path: Path) -> Path:
     python = _existing_python(path)
     return python.parent.parent if python.parent.name == "bin" else python.parent
-
-
-def _resolver_message(done: proc.Completed) -> str:
-    text = done.stderr.strip() or done.stdout.strip() or f"uv exited {done.rc}"
-    return text[-3000:]
-
-
-def _append_log(log: Path, done: proc.Completed) -> None:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a", encoding="utf-8") as fh:
-        fh.write(f"$ {' '.join(done.argv)}\n{done.stdout}{done.stderr}\n[rc={done.rc}]\n")
 
 
 def _now() -> str:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from functools import lru_cache
 from pathlib import Path
 
-from vllmdiag import proc
+from vllmdiag import proc, redact
 from vllmdiag.errors import EnvError
 
 
@@ -42,3 +43,22 @@ def uv(*args: str | Path, timeout: float = 1800.0, what: str | None = None) -> s
 
 def uv_run(*args: str | Path, timeout: float = 1800.0) -> proc.Completed:
     return proc.run([uv_bin(), *map(str, args)], env=uv_environ(), timeout=timeout, capture=True)
+
+
+def resolver_message(done: proc.Completed) -> str:
+    text = done.stderr.strip() or done.stdout.strip() or f"uv exited {done.rc}"
+    return text[-3000:]
+
+
+def append_log(log: Path, done: proc.Completed) -> None:
+    text = f"$ {shlex.join(redact.argv(done.argv))}\n{done.stdout}{done.stderr}\n[rc={done.rc}]\n"
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(redact.text(text))
+    except OSError as exc:
+        raise EnvError(
+            f"cannot write the env log: {exc.strerror}",
+            where=str(log),
+            hint="free some space (or fix permissions) where the run directory is",
+        ) from None

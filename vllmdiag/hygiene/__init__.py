@@ -3,11 +3,12 @@
 the DEBUG-logging hazard)."""
 
 from vllmdiag.hygiene.doctor import doctor, known_env_vars, probe, require_clean
-from vllmdiag.hygiene.model import CONTAMINATED, OK, WARNING, DoctorReport, Finding
+from vllmdiag.hygiene.model import CONTAMINATED, OK, SKIPPED, WARNING, DoctorReport, Finding
 
 __all__ = [
     "CONTAMINATED",
     "OK",
+    "SKIPPED",
     "WARNING",
     "DoctorReport",
     "Finding",

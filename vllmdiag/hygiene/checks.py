@@ -8,7 +8,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from vllmdiag.hygiene.model import CONTAMINATED, OK, WARNING, Finding
+from vllmdiag.hygiene.model import CONTAMINATED, OK, SKIPPED, WARNING, Finding
 
 #: Distributions whose vllm.* entry points are vLLM's own.
 OWN = frozenset({"vllm"})
@@ -132,7 +132,7 @@ def gpu_processes(
     apps: list[tuple[int, str, str]] | None, own_pids: Iterable[int] = (), error: str | None = None
 ) -> list[Finding]:
     if apps is None:
-        return [Finding(OK, "gpu-processes", error or "nvidia-smi not found: not checked")]
+        return [Finding(SKIPPED, "gpu-processes", error or "nvidia-smi not found: not checked")]
     mine = set(own_pids)
     others = [a for a in apps if a[0] not in mine]
     if not others:

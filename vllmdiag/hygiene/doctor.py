@@ -13,7 +13,7 @@ from vllmdiag import probes, proc
 from vllmdiag.envs import Env
 from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.hygiene import checks
-from vllmdiag.hygiene.model import DoctorReport
+from vllmdiag.hygiene.model import SKIPPED, DoctorReport, Finding
 
 _PROBES: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -73,6 +73,8 @@ def doctor(
     if check_gpu:
         apps, why = compute_apps()
         findings += checks.gpu_processes(apps, own_pids=(os.getpid(),), error=why)
+    else:
+        findings.append(Finding(SKIPPED, "gpu-processes", "other GPU processes: not checked"))
     known = info.get("known_env_vars")
     return DoctorReport(
         leg=env.spec.name,

@@ -8,12 +8,14 @@ from typing import Any
 CONTAMINATED = "contaminated"
 WARNING = "warning"
 OK = "ok"
+SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
 class Finding:
     """``severity``: contaminated (numbers from this leg are not clean; the matrix stops
-    unless overridden), warning, or ok (checked and clean, or skipped with a note)."""
+    unless overridden), warning, ok (checked and clean), or skipped (not checked, and
+    the message says why: never reported as clean)."""
 
     severity: str
     code: str

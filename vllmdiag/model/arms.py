@@ -32,18 +32,42 @@ class Flag(BaseModel):
 
     @classmethod
     def parse(cls, text: str) -> Flag:
-        tokens = shlex.split(text)
+        try:
+            tokens = shlex.split(text)
+        except ValueError as exc:
+            raise ValueError(f"cannot split {text!r} into words: {exc}") from None
         if not tokens or not tokens[0].startswith("-"):
             raise ValueError(f"a flag starts with '-': {text!r}")
         name, eq, inline = tokens[0].partition("=")
         if eq and len(tokens) == 1:
             return cls(name=name, value=inline)
-        if len(tokens) > 2 or (eq and len(tokens) > 1):
+        second = tokens[1] if len(tokens) > 1 else ""
+        if len(tokens) > 2 or (eq and second) or looks_like_flag(second):
             raise ValueError(
-                f"{text!r} is more than one flag; an arm changes one thing "
-                "(split it into two arms, or declare 'compound: true')"
+                f"{text!r} is more than one flag, and an arm changes one thing: split it "
+                "into two arms, or list the flags (flag: [--a, --b]) with 'compound: true'"
+                + (
+                    f"; if {tokens[1]!r} really is the value, write "
+                    f"{{name: {tokens[0]}, value: {tokens[1]!r}}}"
+                    if len(tokens) == 2
+                    else ""
+                )
             )
         return cls(name=name, value=tokens[1] if len(tokens) == 2 else None)
+
+    @field_validator("name", "value")
+    @classmethod
+    def _no_nul(cls, v: str | None) -> str | None:
+        if v is not None and "\x00" in v:
+            raise ValueError("a flag cannot contain a NUL character")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _dashed(cls, v: str) -> str:
+        if not v.startswith("-") or any(c.isspace() for c in v):
+            raise ValueError(f"a flag name starts with '-' and has no spaces: {v!r}")
+        return v
 
     def argv(self) -> list[str]:
         return [self.name] if self.value is None else [self.name, self.value]
@@ -141,14 +165,36 @@ def coerce_flags(v: object) -> object:
     return items
 
 
+def looks_like_flag(token: str) -> bool:
+    """``--foo`` or ``-x`` is a flag; ``-1`` or ``-0.5`` is a (negative) value."""
+    return token.startswith("-") and len(token) > 1 and not token[1:2].isdigit() and token != "--"
+
+
 def coerce_env(v: object) -> object:
-    """YAML env values (numbers, booleans) → the strings a process environment holds."""
+    """YAML env values (numbers, booleans) → the strings a process environment holds;
+    names and values a process environment cannot hold are refused here, not at run time."""
     if isinstance(v, dict):
-        return {str(k): _scalar(val) for k, val in v.items()}
+        out = {str(k): _scalar(val) for k, val in v.items()}
+        for key, val in out.items():
+            check_env_item(key, val)
+        return out
     return v
+
+
+def check_env_item(key: str, value: str) -> None:
+    if not key:
+        raise ValueError("an environment variable needs a name")
+    if "=" in key:
+        raise ValueError(f"{key!r} is not a variable name: it contains '=' (write {{NAME: value}})")
+    if "\x00" in key or "\x00" in value:
+        raise ValueError(f"{key!r}: an environment variable cannot hold a NUL character")
 
 
 def _scalar(v: object) -> str:
     if isinstance(v, bool):
         return "1" if v else "0"
+    if v is None:
+        raise ValueError("a variable without a value: write '' for an empty string")
+    if isinstance(v, (dict, list, tuple, bytes, bytearray)):
+        raise ValueError(f"a variable's value is a string or a number, not {v!r}")
     return str(v)

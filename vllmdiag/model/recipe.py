@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 from typing import Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from vllmdiag.model.arms import Arm, Flag, coerce_env, coerce_flags
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+_NAME = re.compile(NAME)
+
+
+def check_name(kind: str, name: str) -> None:
+    """Leg and workload names become parts of paths and cell ids: letters, digits and
+    ``_ . + -``, starting with a letter or digit (so never ``..`` or ``a/b``)."""
+    if not _NAME.match(name) or len(name) > 100:
+        raise ValueError(
+            f"{kind} name {name!r} is not allowed: use letters, digits and _ . + - "
+            "(starting with a letter or digit, at most 100 characters)"
+        )
 
 
 class Strict(BaseModel):
@@ -136,6 +156,14 @@ class WorkloadConfig(Strict):
     def _what(self) -> WorkloadConfig:
         if (self.builtin is None) == (self.command is None):
             raise ValueError("a workload takes exactly one of 'builtin' or 'command'")
+        if isinstance(self.command, str):
+            try:
+                shlex.split(self.command)
+            except ValueError as exc:
+                raise ValueError(
+                    f"command cannot be split into words ({exc}): check its quotes, or "
+                    "give it as a list"
+                ) from None
         if self.builtin is not None and not self.model:
             raise ValueError(f"the built-in {self.builtin.value} workload needs 'model'")
         return self
@@ -166,6 +194,13 @@ class Recipe(Strict):
     target: str | None = None
     source: Path | None = None
 
+    @field_validator("legs", "workloads")
+    @classmethod
+    def _names(cls, v: dict[str, object], info: ValidationInfo) -> dict[str, object]:
+        for name in v:
+            check_name(str(info.field_name).rstrip("s"), name)
+        return v
+
     @model_validator(mode="after")
     def _references(self) -> Recipe:
         if self.baseline.leg not in self.legs:
@@ -179,6 +214,9 @@ class Recipe(Strict):
                 raise ValueError(f"arm {arm.name!r} names leg {arm.leg!r}, not one of the legs")
         if self.target is not None and self.target not in {c.name for c in self.controls}:
             raise ValueError(f"target {self.target!r} must name one of the controls")
+        clash = cell_id_clash(["baseline", *(a.name for a in self.all_arms())], self.workloads)
+        if clash:
+            raise ValueError(clash)
         return self
 
     @property
@@ -194,3 +232,23 @@ class Recipe(Strict):
 
     def all_arms(self) -> tuple[Arm, ...]:
         return (*self.arms, *self.controls)
+
+
+def cell_id_clash(arms: Iterable[str], workloads: Iterable[str]) -> str | None:
+    """Cell ids are ``r<repeat>.<arm>.<workload>`` and both names may hold dots: arm
+    ``a`` with workload ``w.v`` and arm ``a.w`` with workload ``v`` would share one id
+    (and one result file). Say so, or None."""
+    seen: dict[str, tuple[str, str]] = {}
+    names = list(workloads)
+    for arm in arms:
+        for wl in names:
+            key = f"{arm}.{wl}"
+            if key in seen and seen[key] != (arm, wl):
+                other_arm, other_wl = seen[key]
+                return (
+                    f"arm {arm!r} with workload {wl!r} and arm {other_arm!r} with workload "
+                    f"{other_wl!r} would share the cell id r1.{key}: rename one of them "
+                    "(e.g. without the dot)"
+                )
+            seen[key] = (arm, wl)
+    return None
