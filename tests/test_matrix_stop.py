@@ -164,3 +164,25 @@ def test_processes_are_found_by_their_cell_tag(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_matrix_whose_legs_do_not_build_shows_uvs_error_and_fails(tmp_path: Path) -> None:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(
+        textwrap.dedent("""\
+        name: legfail
+        question: does a broken leg say why?
+        legs:
+          built:
+            requirements: [packaging==0.0.0.1]
+        baseline: {leg: built}
+        workloads:
+          w: {command: ["{python}", "-c", "print(1)"]}
+        """)
+    )
+    result = CliRunner().invoke(app, ["matrix", str(path), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 1, result.output
+    assert "leg built: failed install failed: error: No solution found" in result.output
+    assert "there is no version of packaging==0.0.0.1" in result.output
+    assert "Using Python" not in result.output
+    assert "no cell could run" in result.output

@@ -88,8 +88,10 @@ class LiveView:
                 "reused": "cyan",
                 "damaged": "yellow",
             }.get(event.kind, "")
-            first = event.detail.splitlines()[0] if event.detail else ""
-            self._print(Text(f"leg {event.leg}: {event.kind} {first}", style=colour))
+            # A failure shows uv's whole account of it (its error lines); progress, one line.
+            lines = event.detail.splitlines() if event.detail else [""]
+            shown = "\n  ".join(lines[:40]) if event.kind == "failed" else lines[0]
+            self._print(Text(f"leg {event.leg}: {event.kind} {shown}", style=colour))
         elif isinstance(event, CellStarted):
             self.status.plain = f"[{event.index}/{event.total}] {event.cell_id}: starting"
         elif isinstance(event, CellTick):

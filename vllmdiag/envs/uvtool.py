@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 from functools import lru_cache
@@ -45,9 +46,23 @@ def uv_run(*args: str | Path, timeout: float = 1800.0) -> proc.Completed:
     return proc.run([uv_bin(), *map(str, args)], env=uv_environ(), timeout=timeout, capture=True)
 
 
+#: uv's progress lines, which say nothing of why a build failed.
+_CHATTER = re.compile(
+    r"^(?:Using (?:Python|CPython) .* (?:environment|interpreter) at|Resolved \d|Prepared \d"
+    r"|Installed \d|Uninstalled \d|Audited \d|Downloading |Downloaded |Building |Built "
+    r"|Creating virtual environment|Activate with|Bytecode compiled| [+-~] )"
+)
+
+
 def resolver_message(done: proc.Completed) -> str:
-    text = done.stderr.strip() or done.stdout.strip() or f"uv exited {done.rc}"
-    return text[-3000:]
+    """uv's own account of a failure: its error lines first, progress chatter dropped
+    (so a one-line view of it shows the cause, not "Using Python ... environment at")."""
+    text = done.stderr.strip() or done.stdout.strip()
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not _CHATTER.match(ln)]
+    if not lines:
+        return text[-3000:] or f"uv exited {done.rc}"
+    first = next((i for i, ln in enumerate(lines) if re.match(r"\s*(?:error|×)", ln)), 0)
+    return "\n".join(lines[first:])[-3000:]
 
 
 def append_log(log: Path, done: proc.Completed) -> None:
