@@ -55,6 +55,35 @@ class CaptureResult:
     log: Path
     notes: tuple[str, ...] = ()
 
+    @classmethod
+    def from_json(cls, data: object, root: Path | None = None) -> CaptureResult:
+        """A capture as ``profile.json`` holds it; ``root`` rebases its paths onto where
+        the run directory is now (it may have been moved since)."""
+        if not isinstance(data, dict):
+            raise ValueError("a capture is not a JSON object")
+        try:
+            out, log = Path(str(data["out"])), Path(str(data["log"]))
+            if root is not None:
+                out = root / str(data["leg"]) / out.name
+                log = out / log.name
+            elapsed = data["elapsed_s"]
+            if not isinstance(elapsed, (int, float)) or isinstance(elapsed, bool):
+                raise ValueError(f"elapsed_s is {elapsed!r}")
+            reason = data["reason"]
+            return cls(
+                leg=str(data["leg"]),
+                backend=str(data["backend"]),
+                ok=data["ok"] is True,
+                out=out,
+                files=tuple(str(f) for f in data["files"]),
+                reason=None if reason is None else str(reason),
+                elapsed_s=float(elapsed),
+                log=log,
+                notes=tuple(str(n) for n in data.get("notes", ())),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"a capture lacks or garbles {exc}") from None
+
     def to_json(self) -> dict[str, object]:
         return {
             "leg": self.leg,
