@@ -7,7 +7,7 @@ that read as a result (an nsys run that could not finalize its report has its pa
 
 Two kinds of workload: a Python script (run under vllmdiag's torch launcher, which adds
 the NVTX/``record_function`` phases) and a vLLM command line (``vllm bench ...``), whose
-own profiler is switched on in the spelling that leg's ``--help`` shows.
+own profiler is switched on in the spelling that leg's CLI shows (:mod:`vllm_probe`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from vllmdiag import atomic, probes, proc
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.profile import vllm_flags
+from vllmdiag.profile import vllm_probe
 
 BACKENDS = ("torch", "nsys", "py-spy")
 PYTHON = "{python}"  # in a workload's argv: the leg's interpreter
@@ -168,10 +168,7 @@ def capture(
             return _failed(leg, backend, dest, log, why, notes)
         else:
             argv = _leg_argv(python, w, dest)
-            help_text = proc.run([*argv[:3], "--help"], env=env, timeout=300, capture=True)
-            extra, extra_env, why = vllm_flags.profiler_switch(
-                help_text.stdout + help_text.stderr, dest
-            )
+            extra, extra_env, why = vllm_probe.profiler_switch(python, argv, env, dest)
             argv += extra
             env.update(extra_env)
             notes.append(why)
