@@ -124,8 +124,8 @@ def legs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_baseline_vs_an_arm_on_one_leg(legs: dict[str, Path], tmp_path: Path) -> None:
     recipe = _recipe(tmp_path, legs["new"])
     runs = tmp_path / "runs"
-    res = CliRunner().invoke(app, ["profile", str(recipe), "--arms", "baseline",
-                                   "enforce-eager", "--runs-root", str(runs), "--json"])  # fmt: skip
+    args = ["profile", str(recipe), "--arms", "baseline", "enforce-eager"]
+    res = CliRunner().invoke(app, [*args, "--runs-root", str(runs), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     (run_dir,) = runs.iterdir()  # a new run directory under --runs-root
