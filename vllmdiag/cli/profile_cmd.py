@@ -175,6 +175,7 @@ def capture_cmd(
                 "give exactly one of --script or --command",
                 hint="--script work.py [-- ARGS], or --command 'vllm bench ...'",
             )
+        dest = _new_out(out) if out is not None else None
         targets = job.targets_from_paths(leg)
         w = Workload(
             script=script.resolve() if script else None,
@@ -183,7 +184,8 @@ def capture_cmd(
             warmup=warmup,
             steps=steps,
         )
-        dest = _new_out(out) if out is not None else job.fresh_dir(runs_root, "profile-capture")
+        if dest is None:
+            dest = job.fresh_dir(runs_root, "profile-capture")
         outcome = job.capture_and_diff(
             targets, w, dest, capture, top, observer=show.observer(human(as_json))
         )

@@ -114,11 +114,10 @@ class Scanner:
                 # than any event is malformed JSON, not a short buffer
                 if len(self.buf) - self.pos < MAX_VALUE_CHARS and self._fill():
                     continue
-                if self.pos < len(self.buf) and not isinstance(exc, StopIteration):
+                at = exc.value if isinstance(exc, StopIteration) else getattr(exc, "pos", None)
+                if isinstance(at, int) and at < len(self.buf.rstrip()):
                     raise TraceFormatError(
-                        "malformed JSON or a truncated file",
-                        where=self.at(getattr(exc, "pos", self.pos)),
-                        hint=DAMAGED,
+                        "malformed JSON (or a file cut short)", where=self.at(at), hint=DAMAGED
                     ) from None
                 raise TraceFormatError(
                     "the file ends inside a value (truncated)", where=self.at(self.pos),
