@@ -167,6 +167,7 @@ def template_args(raw: str) -> list[str]:
 
 def is_signature(name: str) -> bool:
     """Whether ``name`` still reads like a signature (a return type or parameters)."""
-    return name.startswith(("void ", "std::enable_if")) or (
-        "(" in name.replace(ANON, "") and not name.lower().startswith(("memcpy", "memset"))
-    )
+    if name.lower().startswith(("memcpy", "memset")):
+        return False
+    bare = name.replace(ANON, "").replace("operator()", "")
+    return name.startswith(("void ", "std::", "typename ")) or "(" in bare
