@@ -154,3 +154,10 @@ def test_nsys_launches_are_placed_in_their_nvtx_range(tmp_path: Path) -> None:
     s = nsys.read(p)
     (k,) = s.kernels.values()
     assert {op for op, _, _ in k.ops} == {"attention", "layer"}
+
+
+def test_families_name_the_ops_that_launched_them() -> None:
+    d = diff.diff(leg.load(COMPILE / "eager"), leg.load(COMPILE / "compiled-graph"))
+    gemm = next(r for r in d.families if r.family == "GEMM")
+    assert gemm.a_ops == ("aten::mm",)
+    assert gemm.b_ops == ("## Call CompiledFxGraph ##",)  # the per-build hash is dropped

@@ -81,9 +81,11 @@ def show(console: Console, d: Diff, spy: tuple[FrameRow, ...] = ()) -> None:
     fam = Table(title="Families")
     for col in ("family", f"{d.a.name} ms", f"{d.b.name} ms", "delta ms", "share"):
         fam.add_column(Text(col), justify="left" if col == "family" else "right")
+    fam.add_column("mostly launched by (A / B)")
     for r in d.families:
+        by = f"{(r.a_ops or ('–',))[0]} / {(r.b_ops or ('–',))[0]}"
         fam.add_row(r.family, f"{r.a_us / 1e3:.3f}", f"{r.b_us / 1e3:.3f}",
-                    f"{r.delta_us / 1e3:+.3f}", _share(r.share))  # fmt: skip
+                    f"{r.delta_us / 1e3:+.3f}", _share(r.share), _t(by, 50))  # fmt: skip
     console.print(fam)
     top = Table(title="Kernels that moved most (↔: paired by the op that launched them)")
     for col in ("kernel", "family", "launched by (A / B)", "A n", "B n", "delta ms", "share"):

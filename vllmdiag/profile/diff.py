@@ -16,7 +16,7 @@ from typing import Any
 
 from vllmdiag.profile import families, phases, reconcile
 from vllmdiag.profile.leg import LegProfile
-from vllmdiag.profile.pairing import KernelRow, OpRow, kernel_rows, op_rows
+from vllmdiag.profile.pairing import KernelRow, OpRow, kernel_rows, label, op_rows
 from vllmdiag.profile.timeline import KernelStat
 
 __all__ = ["Diff", "FamilyRow", "KernelRow", "OpRow", "PhaseRow", "diff", "jsonable"]
@@ -29,6 +29,8 @@ class FamilyRow:
     b_us: float
     delta_us: float
     share: float | None
+    a_ops: tuple[str, ...] = ()  # the ops that launched most of the family's time on A
+    b_ops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,16 @@ def _per(total: float, n: int | None) -> float | None:
     return total / n if n else None
 
 
+def _family_ops(leg: LegProfile, fam: str, n: int = 3) -> tuple[str, ...]:
+    us: dict[str, float] = {}
+    for k in leg.kernels.values():
+        if k.family == fam:
+            for op, _, t in k.ops:
+                key = label(op)
+                us[key] = us.get(key, 0.0) + t
+    return tuple(sorted(us, key=lambda o: (-us[o], o))[:n])
+
+
 def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
     delta = b.gpu_time_us - a.gpu_time_us
     fam_rows = []
@@ -155,10 +167,16 @@ def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
         fa = sum(k.total_us for k in a.kernels.values() if k.family == fam)
         fb = sum(k.total_us for k in b.kernels.values() if k.family == fam)
         if fa or fb:
-            fam_rows.append(FamilyRow(fam, fa, fb, fb - fa, _share(fb - fa, delta)))
+            fam_rows.append(FamilyRow(fam, fa, fb, fb - fa, _share(fb - fa, delta),
+                                      _family_ops(a, fam), _family_ops(b, fam)))  # fmt: skip
     fam_rows.sort(key=lambda r: (-abs(r.delta_us), r.family))
     rows = kernel_rows(a.kernels.values(), b.kernels.values(), delta)
-    wall = b.wall_us - a.wall_us if a.wall_us is not None and b.wall_us is not None else None
+    same_clock = a.wall_source == b.wall_source  # never a launcher clock minus a traced span
+    wall = (
+        b.wall_us - a.wall_us
+        if same_clock and a.wall_us is not None and b.wall_us is not None
+        else None
+    )
     window_delta = b.window_us - a.window_us
     gap = wall if wall is not None else window_delta
     busy_delta = b.gpu_busy_us - a.gpu_busy_us

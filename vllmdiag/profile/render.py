@@ -85,12 +85,14 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
     ):
         delta = _dms(y - x) if x is not None and y is not None else ""
         lines.append(f"| {label} | {_ms(x)} | {_ms(y)} | {delta} |")
-    lines += ["", "## Families", "", "| family | " + a.name + " ms | " + b.name
-              + " ms | delta ms | share of delta |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+    lines += ["", "## Families", "", "| family | " + _cell(a.name) + " ms | " + _cell(b.name)
+              + " ms | delta ms | share of delta | launched by (A / B) |",
+              "|---|---:|---:|---:|---:|---|"]  # fmt: skip
     for r in d.families:
+        by = f"{_cell(', '.join(r.a_ops) or '–', 60)} / {_cell(', '.join(r.b_ops) or '–', 60)}"
         lines.append(
             f"| {r.family} | {_ms(r.a_us)} | {_ms(r.b_us)} | {_dms(r.delta_us)} | "
-            f"{_share(r.share)} |"
+            f"{_share(r.share)} | {by} |"
         )
     lines += ["", "## Kernels that moved most", "",
               "Kernels match by name; a row marked *paired* joins differently named kernels "
