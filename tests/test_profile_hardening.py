@@ -211,6 +211,11 @@ def test_a_typo_of_a_subcommand_is_not_a_recipe(typo: str, hint: str) -> None:
     assert "Traceback" not in res.output
 
 
+def test_a_shipped_recipe_name_is_a_recipe_not_a_typo() -> None:
+    res = _cli("decode_regression_235b", "--legs", "v0.18")
+    assert res.exit_code == 1 and "profile compares two different sides" in res.output
+
+
 def test_every_profile_option_has_help() -> None:
     group = typer.main.get_command(app).commands["profile"]  # type: ignore[attr-defined]
     for name, cmd in group.commands.items():

@@ -52,7 +52,10 @@ class _ProfileGroup(TyperGroup):
 
 
 def _looks_like_recipe(arg: str) -> bool:
-    return arg.endswith(_RECIPE_SUFFIXES) or "/" in arg or Path(arg).is_file()
+    """A path (a missing one is the recipe loader's to report) or a shipped recipe name."""
+    from vllmdiag.config.recipe_load import resolve_recipe_path
+
+    return arg.endswith(_RECIPE_SUFFIXES) or "/" in arg or resolve_recipe_path(Path(arg)).exists()
 
 
 def _expand_multi(args: list[str]) -> list[str]:
