@@ -161,37 +161,74 @@ def test_html_picture_is_self_contained(tmp_path: Path) -> None:
     assert "<script" not in page
 
 
-# What each leg's ``vllm bench throughput --help`` says, in the two spellings.
+# What ``vllm bench throughput --help=all`` prints (0.18 / 0.26 / 0.29: the flag's help is
+# its docstring and the JSON tip; ProfilerConfig's fields are not listed), and an older
+# vLLM's plain --help with the environment-variable spelling.
 NEW_HELP = """  --profile             Use vLLM Profiling. --profiler-config must be provided on
                         the server.
   --profiler-config PROFILER_CONFIG
-                        API docs: ... {"profiler": ..., "torch_profiler_dir": ...,
-                        "delay_iterations": 0, "max_iterations": 0}
+                        Profiling configuration.
+
+                        API docs: https://docs.vllm.ai/en/v0.26.0/api/vllm/config/#vllm.co
+                        nfig.ProfilerConfig
+
+                        Should either be a valid JSON string or JSON keys passed individually.
 """
 OLD_HELP = """  --profile             Use Torch Profiler. The env variable
                         VLLM_TORCH_PROFILER_DIR must be set.
+  --profile-result-dir PROFILE_RESULT_DIR
 """
+FIELDS_026 = ("profiler", "torch_profiler_dir", "torch_profiler_with_stack",
+              "torch_profiler_use_gzip", "ignore_frontend", "delay_iterations",
+              "max_iterations", "warmup_iterations", "active_iterations")  # fmt: skip
 
 
-def test_vllm_profiler_switch_follows_help(tmp_path: Path) -> None:
-    argv, env, why = vllm_flags.profiler_switch(NEW_HELP, tmp_path)
+def test_vllm_profiler_switch_follows_help_and_config_fields(tmp_path: Path) -> None:
+    argv, env, why = vllm_flags.profiler_switch(NEW_HELP, tmp_path, FIELDS_026)
     assert argv[0] == "--profiler-config" and argv[-1] == "--profile"
     cfg = json.loads(argv[1])
-    assert cfg["profiler"] == "torch" and cfg["torch_profiler_dir"] == str(tmp_path)
-    assert cfg["delay_iterations"] == vllm_flags.DELAY_ITERATIONS
-    assert not env and "profiler-config" in why
+    assert cfg == {
+        "profiler": "torch",
+        "torch_profiler_dir": str(tmp_path),
+        "torch_profiler_with_stack": False,
+        "delay_iterations": vllm_flags.DELAY_ITERATIONS,
+        "max_iterations": vllm_flags.MAX_ITERATIONS,
+        "ignore_frontend": True,
+    }
+    assert set(cfg) <= set(FIELDS_026)  # never a key the leg's config would refuse
+    assert not env and "delay_iterations=4" in why and "ProfilerConfig" in why
+    # fields unknown (the leg's python could not say): only what the help names
+    argv, _, why = vllm_flags.profiler_switch(NEW_HELP, tmp_path, None)
+    assert set(json.loads(argv[1])) == {"profiler", "torch_profiler_dir"}
+    assert "whole --profile run" in why
     argv, env, _ = vllm_flags.profiler_switch(OLD_HELP, tmp_path)
-    assert argv == ["--profile"]
+    assert argv == ["--profile"]  # --profile-result-dir is another flag
     assert env["VLLM_TORCH_PROFILER_DIR"] == str(tmp_path)
-    with pytest.raises(VllmdiagError, match="neither"):
-        vllm_flags.profiler_switch("usage: vllm serve", tmp_path)
+
+
+def test_no_profiler_flag_names_the_command_and_what_it_printed(tmp_path: Path) -> None:
+    grouped = "usage: vllm bench throughput [options]\n\nConfig Groups:\n  ModelConfig ..."
+    with pytest.raises(VllmdiagError) as err:
+        vllm_flags.profiler_switch(grouped, tmp_path, asked="vllm bench throughput --help")
+    text = err.value.render()
+    assert "neither --profiler-config nor --profile is listed by vllm bench throughput" in text
+    assert "it printed: usage: vllm bench throughput [options] Config Groups" in text
+    assert "hint:" in text
+
+
+def test_fields_probe_output() -> None:
+    assert vllm_flags.fields_from('INFO loading\n["profiler", "max_iterations"]\n') == (
+        "profiler",
+        "max_iterations",
+    )
+    assert vllm_flags.fields_from("Traceback ...\nModuleNotFoundError: vllm") is None
 
 
 def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
     from vllmdiag.profile.capture import CaptureResult
     from vllmdiag.profile.run import _window_warnings
 
-    _, _, new_why = vllm_flags.profiler_switch(NEW_HELP, tmp_path)
+    _, _, new_why = vllm_flags.profiler_switch(NEW_HELP, tmp_path, FIELDS_026)
     _, _, old_why = vllm_flags.profiler_switch(OLD_HELP, tmp_path)
 
     def cap(leg_: str, why: str) -> CaptureResult:
@@ -226,5 +263,5 @@ def test_decode_regression_recipe_is_a_ready_profile_run(tmp_path: Path) -> None
     filled = _leg_argv(leg_bin / "python", Workload(argv=tuple(argv)), tmp_path / "cap")
     assert filled[0] == str(leg_bin / "vllm")
     assert f"{tmp_path / 'cap'}/throughput.json" in filled
-    extra, _, _ = vllm_flags.profiler_switch(NEW_HELP, tmp_path / "cap")
+    extra, _, _ = vllm_flags.profiler_switch(NEW_HELP, tmp_path / "cap", FIELDS_026)
     assert "--profiler-config" in extra

@@ -109,3 +109,34 @@ def test_env_arms_agree_with_each_versions_envs(version: str) -> None:
             )
             known = f'"{var}"' in envs
             assert known == honoured, f"{arm.name}: {var} known={known} on vllm {version}"
+
+
+def _config_fields(src: str) -> set[str]:
+    """The fields of ``class ProfilerConfig`` in vllm/config/profiler.py."""
+    body = src.split("class ProfilerConfig", 1)[1].split("\n    def ", 1)[0]
+    return set(re.findall(r"^    (\w+): ", body, re.M))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_profiler_spelling_of_every_version(version: str) -> None:
+    """The spelling ``vllmdiag profile`` uses on each version: ``--help=all`` lists the
+    flags, ``--profile`` plus a ``--profiler-config`` JSON whose every key is a field of
+    that version's ProfilerConfig; no ``VLLM_TORCH_PROFILER_DIR`` any more."""
+    import json
+    from pathlib import Path
+
+    from vllmdiag.profile import vllm_flags
+
+    assert 'arg.startswith("--help=")' in source(version, "vllm/utils/argparse_utils.py")
+    for path in BENCH.values():
+        assert '"--profile"' in source(version, path), f"{version} {path}"
+    assert '"--profiler-config"' in source(version, "vllm/engine/arg_utils.py")
+    assert '"VLLM_TORCH_PROFILER_DIR"' not in source(version, "vllm/envs.py")
+    fields = _config_fields(source(version, "vllm/config/profiler.py"))
+    argv, env, _ = vllm_flags.profiler_switch(
+        "--profile\n--profiler-config PROFILER_CONFIG\n", Path("/d"), sorted(fields)
+    )
+    config = json.loads(argv[argv.index("--profiler-config") + 1])
+    assert set(config) <= fields and not env
+    assert {"delay_iterations", "max_iterations", "ignore_frontend"} <= set(config)
+    assert argv[-1] == "--profile"

@@ -1,41 +1,61 @@
-"""CLI: ``vllmdiag profile`` — capture one workload on two legs, and diff the captures.
+"""CLI: ``vllmdiag profile`` — capture one workload on two sides, and diff the captures.
 
-vllmdiag profile RECIPE --legs A B [--workload W] [--capture torch|nsys|py-spy ...]
+vllmdiag profile RECIPE --legs A B | --arms A B [--leg L] [--workload W] [--capture ...]
 vllmdiag profile capture --leg A=/venv/a --leg B=/venv/b --script work.py [-- ARGS]
-vllmdiag profile diff A B        (run directories, capture directories or trace files)
+vllmdiag profile diff RUN | A B   (a profile run; or capture directories, trace files)
+
+Arguments are parsed here and results rendered (:mod:`profile_render`); the jobs live
+in :mod:`vllmdiag.profile.job`.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import difflib
+import shlex
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
+from vllmdiag.cli import profile_render as show
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.profile import diff as diffmod
-from vllmdiag.profile import leg as legmod
-from vllmdiag.profile import pyspy, render
-from vllmdiag.profile.capture import CaptureResult, Workload
-from vllmdiag.profile.run import Journal, LegTarget, ProfileRun, load_run, profile_legs
+from vllmdiag.profile import job
+from vllmdiag.profile.capture import Workload
+from vllmdiag.profile.diff import jsonable
+
+_MULTI = ("--legs", "--arms", "--capture", "-c")
+_RECIPE_SUFFIXES = (".yaml", ".yml")
 
 
 class _ProfileGroup(TyperGroup):
-    """``profile RECIPE ...`` runs the hidden ``run`` command; named commands as usual."""
+    """``profile RECIPE ...`` runs the hidden ``run`` command; named commands as usual;
+    a word that is neither a command nor a recipe file is a typo, said so."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
         args = _expand_multi(args)
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
-            args = ["run", *args]
+        first = args[0] if args else ""
+        if first and first not in self.commands and not first.startswith("-"):
+            if _looks_like_recipe(first):
+                args = ["run", *args]
+            else:
+                names = [n for n, c in self.commands.items() if not c.hidden]
+                close = difflib.get_close_matches(first, names, n=1)
+                raise typer.BadParameter(
+                    f"{first!r} is neither a profile command ({', '.join(names)}) nor a "
+                    "recipe file" + (f"; did you mean {close[0]!r}?" if close else ""),
+                    ctx=ctx,
+                    param_hint="COMMAND or RECIPE",
+                )
         return super().parse_args(ctx, args)
 
 
-_MULTI = ("--legs", "--capture", "-c")
+def _looks_like_recipe(arg: str) -> bool:
+    """A path (a missing one is the recipe loader's to report) or a shipped recipe name."""
+    from vllmdiag.config.recipe_load import resolve_recipe_path
+
+    return arg.endswith(_RECIPE_SUFFIXES) or "/" in arg or resolve_recipe_path(Path(arg)).exists()
 
 
 def _expand_multi(args: list[str]) -> list[str]:
@@ -60,256 +80,68 @@ def _expand_multi(args: list[str]) -> list[str]:
 
 profile_app = typer.Typer(
     cls=_ProfileGroup,
-    help="Profile one workload on two legs and diff where the GPU time went.\n\n"
-    "vllmdiag profile RECIPE --legs A B [--workload W] [--capture torch|nsys|py-spy ...]"
-    " captures a recipe's workload on two of its legs, serially, into one run directory "
-    "and diffs them; 'capture' does the same for existing environments; 'diff' compares "
+    help="Profile one workload on two sides and diff where the GPU time went.\n\n"
+    "vllmdiag profile RECIPE --legs A B (two legs) or --arms baseline ARM [--leg L] (two "
+    "arms on one leg) captures a recipe's workload serially into a new run directory and "
+    "diffs the sides; 'capture' does the same for existing environments; 'diff' compares "
     "two captures (run directories, Kineto .json/.json.gz, nsys .sqlite, py-spy raw).",
     no_args_is_help=True,
 )
 
 CaptureOpt = typer.Option(
-    ["torch"], "--capture", "-c", help="torch, nsys or py-spy; repeat for several."
+    ["torch"],
+    "--capture",
+    "-c",
+    help="Capture backend: torch (vLLM's own profiler, or the torch launcher for a "
+    "script), nsys or py-spy; repeat for several.",
 )
+TopOpt = typer.Option(15, "--top", min=1, help="Kernel and op rows to list (largest change first).")
+RunsRootOpt = typer.Option(Path("runs"), "--runs-root", help="Where new run directories are made.")
+WarmupOpt = typer.Option(
+    3, "--warmup", min=0, help="Script workloads: launcher warm-up steps, not captured."
+)
+StepsOpt = typer.Option(10, "--steps", min=1, help="Script workloads: launcher steps captured.")
 
 
-def _leg_path(value: str) -> LegTarget:
-    name, sep, path = value.partition("=")
-    if not sep or not name or not path:
-        raise VllmdiagError(
-            f"--leg takes NAME=PATH, not {value!r}",
-            hint="e.g. --leg old=/opt/venvs/vllm-0.18 (a venv or its python)",
-        )
-    from vllmdiag.envs import EnvCache, LegSpec
-
-    env = EnvCache().ensure(LegSpec(name, existing=Path(path).expanduser()))
-    return LegTarget(name, env.python)
-
-
-def _observer(console: Console) -> Any:
-    def see(leg: str, res: CaptureResult | None, backend: str) -> None:
-        if res is None:
-            console.print(f"[bold]{leg}[/]: capturing with {backend} …")
-        elif res.ok:
-            console.print(f"[green]{leg}[/]: {backend} ok ({res.elapsed_s:.1f}s) → {res.out}")
-        else:
-            console.print(f"[red]{leg}[/]: {backend} failed: {res.reason}")
-
-    return see
-
-
-def _diff_run(run: ProfileRun, top: int, console: Console) -> dict[str, Any]:
-    """Diff the first two legs of a run with a GPU capture; py-spy frames if both have it."""
-    legs = list(dict.fromkeys(c.leg for c in run.captures))
-    out: dict[str, Any] = {"run": run.to_json()}
-    gpu = []
-    for leg in legs:
-        d = run.leg_dir(leg, "torch") or run.leg_dir(leg, "nsys")
-        if d is not None:
-            gpu.append((leg, d))
-    spy = [(leg, d) for leg in legs if (d := run.leg_dir(leg, "py-spy")) is not None]
-    if len(gpu) >= 2:
-        result = _diff_paths(gpu[0][1], gpu[1][1], gpu[0][0], gpu[1][0], top, run.out, console)
-        out["diff"] = result
-    elif len(spy) >= 2:
-        out["pyspy"] = _spy_only(spy[0][1], spy[1][1], spy[0][0], spy[1][0], top, run.out,
-                                 console)  # fmt: skip
-    else:
-        console.print("[yellow]fewer than two legs have a capture to compare: no diff[/]")
-    return out
-
-
-def _spy_only(
-    a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path, console: Console
-) -> list[dict[str, Any]]:
-    fa, fb = pyspy.find(a), pyspy.find(b)
-    if not fa or not fb:
-        raise VllmdiagError(
-            f"no py-spy output in {a if not fa else b}",
-            hint="record with: py-spy record --format raw -o NAME.pyspy.txt",
-        )
-    frames = pyspy.diff(_merge_spy(fa), _merge_spy(fb), top=top)
-    _show_frames(console, frames)
-    from vllmdiag import atomic
-
-    out.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(out / "summary.md", render.pyspy_markdown(name_a, name_b, frames))
-    console.print(f"summary: {out / 'summary.md'}")
-    return [f.__dict__ for f in frames]
-
-
-def _diff_paths(
-    a: Path, b: Path, name_a: str | None, name_b: str | None, top: int, out: Path,
-    console: Console,
-) -> dict[str, Any]:  # fmt: skip
-    la = legmod.load(a, name_a or _label(a))
-    lb = legmod.load(b, name_b or _label(b))
-    if la.name == lb.name:  # e.g. two files both called trace.json.gz
-        la, lb = replace(la, name=f"A:{la.name}"), replace(lb, name=f"B:{lb.name}")
-    d = diffmod.diff(la, lb, top=top)
-    frames: tuple[pyspy.FrameRow, ...] = ()
-    sa, sb = _pyspy_near(a), _pyspy_near(b)
-    if sa and sb:
-        frames = pyspy.diff(_merge_spy(sa), _merge_spy(sb), top=top)
-    files = render.write(d, out, frames)
-    _show(console, d, frames)
-    console.print(f"summary: {files['summary']}  picture: {files['picture']}")
-    data = d.to_json()
-    data["pyspy"] = [f.__dict__ for f in frames]
-    data["files"] = {k: str(v) for k, v in files.items()}
-    return data
-
-
-def _is_pyspy(path: Path) -> bool:
-    """A py-spy output file, or a directory with py-spy output and no GPU trace."""
-    if path.is_file():
-        return not path.name.endswith(legmod.TRACE_SUFFIXES)
-    return path.is_dir() and bool(pyspy.find(path)) and not legmod.trace_files(path)
-
-
-def _label(path: Path) -> str:
-    """A leg's name from its path: the file's stem, or a capture dir's leg dir."""
-    if path.is_file():
-        name = path.name
-        for suffix in (".gz", ".json", ".sqlite", ".txt", ".pyspy", ".folded", ".raw"):
-            name = name.removesuffix(suffix)
-        return name
-    if path.name in ("torch", "nsys", "pyspy") and path.parent.name:
-        return path.parent.name
-    return path.name
-
-
-def _pyspy_near(path: Path) -> list[Path]:
-    base = path if path.is_dir() else path.parent
-    found = pyspy.find(base) or pyspy.find(base.parent / "pyspy")
-    return found
-
-
-def _merge_spy(files: list[Path]) -> pyspy.PySpyProfile:
-    parts = [pyspy.read(f) for f in files]
-    if len(parts) == 1:
-        return parts[0]
-    inc: dict[str, int] = {}
-    own: dict[str, int] = {}
-    for p in parts:
-        for k, v in p.inclusive.items():
-            inc[k] = inc.get(k, 0) + v
-        for k, v in p.own.items():
-            own[k] = own.get(k, 0) + v
-    return pyspy.PySpyProfile(
-        ",".join(p.source for p in parts), sum(p.samples for p in parts), inc, own,
-        sum(p.processes for p in parts),
-    )  # fmt: skip
-
-
-def _show_frames(console: Console, frames: tuple[pyspy.FrameRow, ...]) -> None:
-    if not frames:
-        return
-    spy = Table(title="CPU frames whose share changed most (py-spy)")
-    for col in ("frame", "A", "B", "change"):
-        spy.add_column(col, justify="left" if col == "frame" else "right")
-    for f in frames:
-        spy.add_row(f.frame[:80], f"{f.a_share * 100:.1f} %", f"{f.b_share * 100:.1f} %",
-                    f"{f.delta * 100:+.1f} pt")  # fmt: skip
-    console.print(spy)
-
-
-def _show(console: Console, d: diffmod.Diff, frames: tuple[pyspy.FrameRow, ...]) -> None:
-    a, b = d.a, d.b
-    legs = Table(title="Legs")
-    for col in ("", a.name, b.name, "delta"):
-        legs.add_column(col, justify="right" if col else "left")
-    for label, x, y in (
-        ("kernels", a.kernel_count, b.kernel_count),
-        ("from CUDA graphs", a.graph_kernel_count, b.graph_kernel_count),
-        ("steps", a.step_count, b.step_count),
-    ):
-        legs.add_row(label, str(x), str(y), f"{y - x:+d}")
-    for label, fx, fy in (
-        ("GPU time ms", a.gpu_time_us, b.gpu_time_us),
-        ("GPU busy ms", a.gpu_busy_us, b.gpu_busy_us),
-        ("GPU idle ms", a.gpu_idle_us, b.gpu_idle_us),
-        ("launch calls ms (CPU)", a.launch_us, b.launch_us),
-    ):
-        legs.add_row(label, f"{fx / 1e3:.3f}", f"{fy / 1e3:.3f}", f"{(fy - fx) / 1e3:+.3f}")
-    console.print(legs)
-    fam = Table(title="Families")
-    for col in ("family", f"{a.name} ms", f"{b.name} ms", "delta ms", "share"):
-        fam.add_column(col, justify="left" if col == "family" else "right")
-    for r in d.families:
-        share = "" if r.share is None else f"{r.share * 100:.0f} %"
-        fam.add_row(r.family, f"{r.a_us / 1e3:.3f}", f"{r.b_us / 1e3:.3f}",
-                    f"{r.delta_us / 1e3:+.3f}", share)  # fmt: skip
-    console.print(fam)
-    top = Table(title="Kernels that moved most")
-    for col in ("kernel", "family", "A n", "B n", "delta ms", "share"):
-        top.add_column(col, justify="left" if col in ("kernel", "family") else "right")
-    for k in d.top:
-        share = "" if k.share is None else f"{k.share * 100:.0f} %"
-        top.add_row(k.name[:70], k.family, str(k.a_count), str(k.b_count),
-                    f"{k.delta_us / 1e3:+.3f}", share)  # fmt: skip
-    console.print(top)
-    _show_frames(console, frames)
-    for w in d.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    console.print(d.reconciliation)
+def _emit(as_json: bool, data: object) -> None:
+    if as_json:
+        emit_json(jsonable(data))
 
 
 @profile_app.command("diff")
 def diff_cmd(
-    a: Path = typer.Argument(..., help="Leg A: capture dir, trace file, or a profile run dir."),
-    b: Path | None = typer.Argument(None, help="Leg B (omit when A is a profile run dir)."),
-    out: Path | None = typer.Option(None, "--out", help="Where summary.md and the picture go."),
-    top: int = typer.Option(15, "--top", help="Kernels to list."),
+    a: Path = typer.Argument(
+        ..., help="A profile run directory, or side A: a capture directory or a trace file."
+    ),
+    b: Path | None = typer.Argument(None, help="Side B (omit when A is a profile run)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Where summary.md, diff.json and the picture go (default: RUN/diff for a "
+        "profile run, else a new directory under --runs-root).",
+    ),
+    top: int = TopOpt,
+    runs_root: Path = RunsRootOpt,
     as_json: bool = JsonOption,
 ) -> None:
     """Where the GPU time went between two captures of the same workload."""
     console = human(as_json)
     with user_errors():
-        if b is None:
-            data = load_run(a)
-            if data is None:
-                raise VllmdiagError(
-                    "one argument must be a profile run directory (with profile.json)",
-                    where=str(a),
-                    hint="give two captures: vllmdiag profile diff A B",
-                )
-            caps = data.get("captures")
-            pairs = [
-                (str(c["leg"]), a / str(c["leg"]) / Path(str(c["out"])).name)
-                for c in (caps if isinstance(caps, list) else [])
-                if isinstance(c, dict) and c.get("ok") and c.get("backend") in ("torch", "nsys")
-            ]
-            uniq = list(dict(pairs).items())
-            if len(uniq) < 2:
-                raise VllmdiagError("the run has fewer than two legs with a GPU capture",
-                                    where=str(a))  # fmt: skip
-            (na, pa), (nb, pb) = uniq[0], uniq[1]
-            result = _diff_paths(pa, pb, na, nb, top, out or a / "diff", console)
-        else:
-            dest = out or (a if a.is_dir() else a.parent) / f"diff-vs-{b.name}"
-            if _is_pyspy(a) and _is_pyspy(b):
-                result = {"pyspy": _spy_only(a, b, _label(a), _label(b), top, dest, console)}
-            else:
-                result = _diff_paths(a, b, None, None, top, dest, console)
-        if as_json:
-            emit_json(result)
+        res = job.diff_inputs(a, b, out=out, top=top, runs_root=runs_root)
+        show.result(console, res)
+        _emit(as_json, res.to_json())
 
 
-def _capture_and_diff(
-    legs: list[LegTarget], workload: Workload, out: Path, capture: list[str], top: int,
-    as_json: bool, journal: Journal | None = None,
-) -> None:  # fmt: skip
+def _finish(outcome: job.ProfileOutcome, as_json: bool) -> None:
     console = human(as_json)
-    run = profile_legs(legs, workload, out, capture, observer=_observer(console),
-                       journal=journal)  # fmt: skip
-    for w in run.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    result = _diff_run(run, top, console)
-    if as_json:
-        emit_json(result)
-    failed = [c for c in run.captures if not c.ok]
-    if failed and "diff" not in result:
+    for w in outcome.run.warnings:
+        console.print(Text.assemble(("warning: ", "yellow"), w))
+    if outcome.result is not None:
+        show.result(console, outcome.result)
+    else:
+        console.print("[yellow]fewer than two sides have a capture to compare: no diff[/]")
+    _emit(as_json, outcome.to_json())
+    if outcome.failed:
         raise typer.Exit(1)
 
 
@@ -318,23 +150,36 @@ def _capture_and_diff(
 )
 def capture_cmd(
     ctx: typer.Context,
-    leg: list[str] = typer.Option(..., "--leg", help="NAME=PATH of a venv or python; twice."),
-    script: Path | None = typer.Option(None, "--script", help="A Python workload."),
-    command: str | None = typer.Option(None, "--command", help="A vLLM command line instead."),
+    leg: list[str] = typer.Option(
+        ..., "--leg", help="NAME=PATH of a venv or its python; give it twice."
+    ),
+    script: Path | None = typer.Option(
+        None,
+        "--script",
+        help="A Python workload (run under the torch launcher); its arguments after --.",
+    ),
+    command: str | None = typer.Option(
+        None, "--command", help="A vLLM command line instead, e.g. 'vllm bench latency --model M'."
+    ),
     capture: list[str] = CaptureOpt,
-    warmup: int = typer.Option(3, "--warmup", help="Launcher warm-up steps (not captured)."),
-    steps: int = typer.Option(10, "--steps", help="Launcher steps captured."),
-    out: Path = typer.Option(Path("runs/profile"), "--out", help="Run directory."),
-    top: int = typer.Option(15, "--top"),
+    warmup: int = WarmupOpt,
+    steps: int = StepsOpt,
+    out: Path | None = typer.Option(
+        None, "--out", help="A new run directory (default: one under --runs-root)."
+    ),
+    runs_root: Path = RunsRootOpt,
+    top: int = TopOpt,
     as_json: bool = JsonOption,
 ) -> None:
     """Capture a script or a vLLM command on existing environments, then diff them."""
-    import shlex
-
     with user_errors():
         if (script is None) == (command is None):
-            raise VllmdiagError("give exactly one of --script or --command")
-        targets = [_leg_path(v) for v in leg]
+            raise VllmdiagError(
+                "give exactly one of --script or --command",
+                hint="--script work.py [-- ARGS], or --command 'vllm bench ...'",
+            )
+        dest = _new_out(out) if out is not None else None
+        targets = job.targets_from_paths(leg)
         w = Workload(
             script=script.resolve() if script else None,
             script_args=tuple(ctx.args),
@@ -342,38 +187,88 @@ def capture_cmd(
             warmup=warmup,
             steps=steps,
         )
-        _capture_and_diff(targets, w, out, capture, top, as_json)
+        if dest is None:
+            dest = job.fresh_dir(runs_root, "profile-capture")
+        outcome = job.capture_and_diff(
+            targets, w, dest, capture, top, observer=show.observer(human(as_json))
+        )
+        _finish(outcome, as_json)
+
+
+def _new_out(out: Path) -> Path:
+    """An explicit --out: refused when it already holds a profile run."""
+    for marker in ("profile.json", "journal.jsonl", "run.jsonl"):
+        if (out / marker).exists():
+            raise VllmdiagError(
+                "this directory already holds a profile run",
+                where=str(out),
+                hint="choose another --out, or leave it out for a new one",
+            )
+    return out
 
 
 @profile_app.command(
-    "run", hidden=True,
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-)  # fmt: skip
+    "run",
+    hidden=True,
+    context_settings={"allow_extra_args": False},
+)
 def run_cmd(
     recipe: Path = typer.Argument(..., help="The recipe YAML."),
-    legs: list[str] = typer.Option(..., "--legs", help="Two leg names of the recipe."),
-    workload: str | None = typer.Option(None, "--workload", "-w"),
+    legs: list[str] = typer.Option(
+        [], "--legs", help="Two legs of the recipe (the baseline's flags on each)."
+    ),
+    arms: list[str] = typer.Option(
+        [],
+        "--arms",
+        help="Two arms on one leg: 'baseline' and/or arm names (the recipe's, else the library's).",
+    ),
+    on_leg: str | None = typer.Option(
+        None, "--leg", help="With --arms: the leg (default: the baseline's)."
+    ),
+    workload: str | None = typer.Option(
+        None, "--workload", "-w", help="The recipe workload to run (needed when it has several)."
+    ),
     capture: list[str] = CaptureOpt,
-    warmup: int = typer.Option(3, "--warmup"),
-    steps: int = typer.Option(10, "--steps"),
-    out: Path | None = typer.Option(None, "--out", help="Run directory."),
-    runs_root: Path = typer.Option(Path("runs"), "--runs-root"),
-    top: int = typer.Option(15, "--top"),
+    warmup: int = WarmupOpt,
+    steps: int = StepsOpt,
+    out: Path | None = typer.Option(
+        None, "--out", help="A new run directory (default: one under --runs-root)."
+    ),
+    runs_root: Path = RunsRootOpt,
+    top: int = TopOpt,
     as_json: bool = JsonOption,
 ) -> None:
-    """Profile a recipe's workload on two of its legs (``vllmdiag profile RECIPE``)."""
+    """Profile a recipe's workload on two sides (``vllmdiag profile RECIPE``)."""
     from vllmdiag.profile.recipe_run import prepare
 
     with user_errors():
         console = human(as_json)
-        targets, w, run_dir, journal = prepare(
-            recipe, _split_legs(legs), workload, warmup=warmup, steps=steps, out=out,
-            runs_root=runs_root, say=console.print,
-        )  # fmt: skip
-        _capture_and_diff(targets, w, run_dir, capture, top, as_json, journal)
+        p = prepare(
+            recipe,
+            _split(legs),
+            workload,
+            warmup=warmup,
+            steps=steps,
+            out=out,
+            runs_root=runs_root,
+            arms=_split(arms),
+            leg=on_leg,
+            say=lambda m: console.print(Text(m)),
+        )
+        outcome = job.capture_and_diff(
+            p.targets,
+            p.workload,
+            p.out,
+            capture,
+            top,
+            observer=show.observer(console),
+            journal=p.journal,
+            timeout=p.timeout,
+        )
+        _finish(outcome, as_json)
 
 
-def _split_legs(values: list[str]) -> list[str]:
+def _split(values: list[str]) -> list[str]:
     return [p for v in values for p in v.split(",") if p]
 
 

@@ -7,7 +7,7 @@ that read as a result (an nsys run that could not finalize its report has its pa
 
 Two kinds of workload: a Python script (run under vllmdiag's torch launcher, which adds
 the NVTX/``record_function`` phases) and a vLLM command line (``vllm bench ...``), whose
-own profiler is switched on in the spelling that leg's ``--help`` shows.
+own profiler is switched on in the spelling that leg's CLI shows (:mod:`vllm_probe`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from vllmdiag import atomic, probes, proc
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.profile import vllm_flags
+from vllmdiag.profile import vllm_probe
 
 BACKENDS = ("torch", "nsys", "py-spy")
 PYTHON = "{python}"  # in a workload's argv: the leg's interpreter
@@ -54,6 +54,35 @@ class CaptureResult:
     elapsed_s: float
     log: Path
     notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: object, root: Path | None = None) -> CaptureResult:
+        """A capture as ``profile.json`` holds it; ``root`` rebases its paths onto where
+        the run directory is now (it may have been moved since)."""
+        if not isinstance(data, dict):
+            raise ValueError("a capture is not a JSON object")
+        try:
+            out, log = Path(str(data["out"])), Path(str(data["log"]))
+            if root is not None:
+                out = root / str(data["leg"]) / out.name
+                log = out / log.name
+            elapsed = data["elapsed_s"]
+            if not isinstance(elapsed, (int, float)) or isinstance(elapsed, bool):
+                raise ValueError(f"elapsed_s is {elapsed!r}")
+            reason = data["reason"]
+            return cls(
+                leg=str(data["leg"]),
+                backend=str(data["backend"]),
+                ok=data["ok"] is True,
+                out=out,
+                files=tuple(str(f) for f in data["files"]),
+                reason=None if reason is None else str(reason),
+                elapsed_s=float(elapsed),
+                log=log,
+                notes=tuple(str(n) for n in data.get("notes", ())),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"a capture lacks or garbles {exc}") from None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -139,10 +168,7 @@ def capture(
             return _failed(leg, backend, dest, log, why, notes)
         else:
             argv = _leg_argv(python, w, dest)
-            help_text = proc.run([*argv[:3], "--help"], env=env, timeout=300, capture=True)
-            extra, extra_env, why = vllm_flags.profiler_switch(
-                help_text.stdout + help_text.stderr, dest
-            )
+            extra, extra_env, why = vllm_probe.profiler_switch(python, argv, env, dest)
             argv += extra
             env.update(extra_env)
             notes.append(why)

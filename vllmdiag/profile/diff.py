@@ -1,21 +1,25 @@
 """Where the time went between two legs: pure arithmetic over two :class:`LegProfile`.
 
 ``delta_us`` is B's GPU time (kernels, copies, sets, graph replays included) minus A's;
-family and kernel rows carry their share of it, largest change (either way) first.
-Kernels match by (family, normalised name). Idle time and launch (CPU) time are
-reported beside it, and the window delta (busy + idle) is what the wall clock saw.
+family, kernel and op rows carry their share of it, largest change (either way) first.
+Kernels match by (family, normalised name), and where names differ by the op that
+launched them (:mod:`pairing`). Idle time and launch (CPU) time are reported beside it,
+and the window delta (busy + idle) is reconciled against the wall clock
+(:mod:`reconcile`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from vllmdiag.profile import families, phases
+from vllmdiag.profile import families, phases, reconcile
 from vllmdiag.profile.leg import LegProfile
+from vllmdiag.profile.pairing import KernelRow, OpRow, kernel_rows, label, op_rows
 from vllmdiag.profile.timeline import KernelStat
 
-WORK_TOLERANCE = 0.02  # legs whose step or token counts differ more than this: warn
+__all__ = ["Diff", "FamilyRow", "KernelRow", "OpRow", "PhaseRow", "diff", "jsonable"]
 
 
 @dataclass(frozen=True)
@@ -25,20 +29,8 @@ class FamilyRow:
     b_us: float
     delta_us: float
     share: float | None
-
-
-@dataclass(frozen=True)
-class KernelRow:
-    name: str
-    family: str
-    a_us: float
-    b_us: float
-    a_count: int
-    b_count: int
-    delta_us: float
-    share: float | None
-    a_mean_us: float | None = None
-    b_mean_us: float | None = None
+    a_ops: tuple[str, ...] = ()  # the ops that launched most of the family's time on A
+    b_ops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,27 +62,42 @@ class Diff:
     explained: float | None
     warnings: tuple[str, ...]
     reconciliation: str
+    ops: tuple[OpRow, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "legs": [_leg_json(x) for x in (self.a, self.b)],
-            "delta_us": self.delta_us,
-            "busy_delta_us": self.busy_delta_us,
-            "idle_delta_us": self.idle_delta_us,
-            "window_delta_us": self.window_delta_us,
-            "launch_delta_us": self.launch_delta_us,
-            "wall_delta_us": self.wall_delta_us,
-            "explained": self.explained,
-            "per_step_us": list(self.per_step),
-            "per_token_us": list(self.per_token),
-            "families": [r.__dict__ for r in self.families],
-            "top": [r.__dict__ for r in self.top],
-            "phases": [
-                {**r.__dict__, "families": [list(f) for f in r.families]} for r in self.phases
-            ],
-            "warnings": list(self.warnings),
-            "reconciliation": self.reconciliation,
-        }
+        """Plain JSON (never NaN or infinity: a non-finite number is null)."""
+        data: dict[str, Any] = jsonable(
+            {
+                "legs": [_leg_json(x) for x in (self.a, self.b)],
+                "delta_us": self.delta_us,
+                "busy_delta_us": self.busy_delta_us,
+                "idle_delta_us": self.idle_delta_us,
+                "window_delta_us": self.window_delta_us,
+                "launch_delta_us": self.launch_delta_us,
+                "wall_delta_us": self.wall_delta_us,
+                "explained": self.explained,
+                "per_step_us": list(self.per_step),
+                "per_token_us": list(self.per_token),
+                "families": [asdict(r) for r in self.families],
+                "top": [asdict(r) for r in self.top],
+                "ops": [asdict(r) for r in self.ops],
+                "phases": [asdict(r) for r in self.phases],
+                "warnings": list(self.warnings),
+                "reconciliation": self.reconciliation,
+            }
+        )
+        return data
+
+
+def jsonable(obj: Any) -> Any:
+    """``obj`` with tuples as lists and every non-finite float as None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
 
 
 def _leg_json(leg: LegProfile) -> dict[str, Any]:
@@ -103,21 +110,27 @@ def _leg_json(leg: LegProfile) -> dict[str, Any]:
         "gpu_busy_us": leg.gpu_busy_us,
         "gpu_idle_us": leg.gpu_idle_us,
         "window_us": leg.window_us,
+        "wall_us": leg.wall_us,
+        "wall_source": leg.wall_source,
         "launch_us": leg.launch_us,
         "launches": leg.launches,
         "cpu_ops": leg.cpu_op_count,
         "devices": leg.devices,
         "steps": leg.step_count,
         "output_tokens": leg.output_tokens,
-        "wall_us": leg.wall_us,
+        "skipped_events": leg.skipped_count,
+        "skipped": dict(sorted(leg.skipped.items())),
         "sources": list(leg.sources),
         "top_kernels": [
             {
-                "name": k.name,
+                "name": families.normalise(k.name),
+                "signature": k.name,
                 "family": k.family,
                 "count": k.count,
+                "graph_count": k.graph_count,
                 "total_us": k.total_us,
                 "mean_us": k.total_us / k.count if k.count else None,
+                "op": k.ops[0][0] if k.ops else None,
             }
             for k in kernel_table(leg)
         ],
@@ -133,21 +146,18 @@ def _share(part: float, total: float) -> float | None:
     return part / total if abs(total) > 1e-9 else None
 
 
-def _by_key(leg: LegProfile) -> dict[tuple[str, str], tuple[float, int]]:
-    out: dict[tuple[str, str], tuple[float, int]] = {}
+def _per(total: float, n: int | None) -> float | None:
+    return total / n if n else None
+
+
+def _family_ops(leg: LegProfile, fam: str, n: int = 3) -> tuple[str, ...]:
+    us: dict[str, float] = {}
     for k in leg.kernels.values():
-        key = (k.family, families.normalise(k.name))
-        t, c = out.get(key, (0.0, 0))
-        out[key] = (t + k.total_us, c + k.count)
-    return out
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:+.0f} %"
-
-
-def _ms(us: float) -> str:
-    return f"{us / 1000:+.2f} ms"
+        if k.family == fam:
+            for op, _, t in k.ops:
+                key = label(op)
+                us[key] = us.get(key, 0.0) + t
+    return tuple(sorted(us, key=lambda o: (-us[o], o))[:n])
 
 
 def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
@@ -157,36 +167,20 @@ def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
         fa = sum(k.total_us for k in a.kernels.values() if k.family == fam)
         fb = sum(k.total_us for k in b.kernels.values() if k.family == fam)
         if fa or fb:
-            fam_rows.append(FamilyRow(fam, fa, fb, fb - fa, _share(fb - fa, delta)))
+            fam_rows.append(FamilyRow(fam, fa, fb, fb - fa, _share(fb - fa, delta),
+                                      _family_ops(a, fam), _family_ops(b, fam)))  # fmt: skip
     fam_rows.sort(key=lambda r: (-abs(r.delta_us), r.family))
-    ka, kb = _by_key(a), _by_key(b)
-    rows = []
-    for key in ka.keys() | kb.keys():
-        (ta, ca), (tb, cb) = ka.get(key, (0.0, 0)), kb.get(key, (0.0, 0))
-        rows.append(
-            KernelRow(
-                key[1],
-                key[0],
-                ta,
-                tb,
-                ca,
-                cb,
-                tb - ta,
-                _share(tb - ta, delta),
-                ta / ca if ca else None,
-                tb / cb if cb else None,
-            )
-        )
-    rows.sort(key=lambda r: (-abs(r.delta_us), r.name))
-    warnings = _warnings(a, b)
-    per_step = (_per(a.gpu_time_us, a.step_count), _per(b.gpu_time_us, b.step_count))
-    per_token = (_per(a.gpu_time_us, a.output_tokens), _per(b.gpu_time_us, b.output_tokens))
-    wall = b.wall_us - a.wall_us if a.wall_us is not None and b.wall_us is not None else None
+    rows = kernel_rows(a.kernels.values(), b.kernels.values(), delta)
+    same_clock = a.wall_source == b.wall_source  # never a launcher clock minus a traced span
+    wall = (
+        b.wall_us - a.wall_us
+        if same_clock and a.wall_us is not None and b.wall_us is not None
+        else None
+    )
     window_delta = b.window_us - a.window_us
     gap = wall if wall is not None else window_delta
     busy_delta = b.gpu_busy_us - a.gpu_busy_us
     idle_delta = b.gpu_idle_us - a.gpu_idle_us
-    explained = _share(busy_delta + idle_delta, gap)
     result = Diff(
         a=a,
         b=b,
@@ -198,42 +192,15 @@ def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
         families=tuple(fam_rows),
         top=tuple(rows[:top]),
         phases=_phases(a, b),
-        per_step=per_step,
-        per_token=per_token,
+        per_step=(_per(a.gpu_time_us, a.step_count), _per(b.gpu_time_us, b.step_count)),
+        per_token=(_per(a.gpu_time_us, a.output_tokens), _per(b.gpu_time_us, b.output_tokens)),
         wall_delta_us=wall,
-        explained=explained,
-        warnings=tuple(warnings),
+        explained=_share(busy_delta + idle_delta, gap),
+        warnings=reconcile.warnings(a, b),
         reconciliation="",
+        ops=tuple(op_rows(a.kernels.values(), b.kernels.values(), delta)[:top]),
     )
-    return _with_paragraph(result)
-
-
-def _per(total: float, n: int | None) -> float | None:
-    return total / n if n else None
-
-
-def _warnings(a: LegProfile, b: LegProfile) -> list[str]:
-    out = []
-    if a.step_count != b.step_count:
-        out.append(
-            f"the legs ran different numbers of steps ({a.name}: {a.step_count}, "
-            f"{b.name}: {b.step_count}): compare the per-step figures, not the totals"
-        )
-    ta, tb = a.output_tokens, b.output_tokens
-    if ta and tb and abs(ta - tb) > WORK_TOLERANCE * max(ta, tb):
-        out.append(
-            f"the legs produced different numbers of tokens ({ta} vs {tb}): "
-            "compare the per-token figures"
-        )
-    if bool(a.graph_kernel_count) != bool(b.graph_kernel_count):
-        ran = a if a.graph_kernel_count else b
-        out.append(
-            f"only {ran.name} replayed CUDA graphs ({ran.graph_kernel_count} kernels from "
-            "graphs): launch overhead and idle time differ by construction"
-        )
-    if a.devices != b.devices:
-        out.append(f"the legs traced different GPU counts ({a.devices} vs {b.devices})")
-    return out
+    return replace(result, reconciliation=reconcile.paragraph(result))
 
 
 def _phases(a: LegProfile, b: LegProfile) -> tuple[PhaseRow, ...]:
@@ -263,51 +230,3 @@ def _phases(a: LegProfile, b: LegProfile) -> tuple[PhaseRow, ...]:
             change = (pb - pa) / pa if pa and pb is not None else None
             rows.append(PhaseRow(f"range {name}", ca, cb, pa, pb, change, ()))
     return tuple(rows)
-
-
-def _with_paragraph(d: Diff) -> Diff:
-    """One paragraph: the gap, how idle and busy time split it, which families and
-    phases moved, and what the launch calls cost."""
-    from dataclasses import replace
-
-    a, b = d.a, d.b
-    parts = []
-    if d.wall_delta_us is not None and a.wall_us:
-        what = f"wall clock {_ms(d.wall_delta_us)} ({_pct(d.wall_delta_us / a.wall_us)})"
-    else:
-        rel = _share(d.window_delta_us, a.window_us)
-        what = f"capture window {_ms(d.window_delta_us)}" + (
-            f" ({_pct(rel)})" if rel is not None else ""
-        )
-    head = (
-        f"{b.name} vs {a.name}: {what}; GPU idle {_ms(d.idle_delta_us)}, "
-        f"GPU busy {_ms(d.busy_delta_us)}"
-    )
-    if d.explained is not None:
-        head += f", together {d.explained * 100:.0f} % of that gap"
-    parts.append(head + ".")
-    rel = _share(d.delta_us, a.gpu_time_us)
-    kern = f"GPU kernel time {_ms(d.delta_us)}" + (f" ({_pct(rel)})" if rel is not None else "")
-    lead = [r for r in d.families if abs(r.delta_us) >= 0.01 * max(1.0, abs(d.delta_us))][:3]
-    if lead:
-        kern += ": " + ", ".join(f"{r.family} {_ms(r.delta_us)}" for r in lead)
-    parts.append(kern + ".")
-    for p in d.phases:
-        if p.change is not None and p.kind != phases.STEP and p.families:
-            f0, v0 = p.families[0]
-            parts.append(
-                f"{p.kind} steps {_pct(p.change)} GPU time per step (largest: {f0} "
-                f"{_ms(v0)} per step)."
-            )
-    parts.append(
-        f"CPU time in launch calls {_ms(d.launch_delta_us)} "
-        f"({a.launches} vs {b.launches} launches; {a.cpu_op_count} vs {b.cpu_op_count} "
-        "CPU operator events)."
-    )
-    k = d.top[0] if d.top else None
-    if k is not None and k.share is not None:
-        parts.append(
-            f"Largest single kernel change: {k.name} ({k.family}) {_ms(k.delta_us)}, "
-            f"{k.share * 100:.0f} % of the kernel-time delta."
-        )
-    return replace(d, reconciliation=" ".join(parts))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from vllmdiag.profile import cxxnames
+
 GEMM = "GEMM"
 ATTENTION = "attention"
 MOE = "MoE"
@@ -71,76 +73,30 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 _TILE = re.compile(r"\d+x\d+(x\d+)*")
 _NUM_SUFFIX = re.compile(r"(_\d+)+$")
-_SPACES = re.compile(r"\s+")
-
-
-def _strip_brackets(text: str, open_: str, close: str) -> str:
-    """Drop every (nested) ``open_ ... close`` span."""
-    out: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == open_:
-            depth += 1
-        elif ch == close and depth:
-            depth -= 1
-        elif not depth:
-            out.append(ch)
-    return "".join(out)
-
-
-@lru_cache(maxsize=65536)
-def normalise(name: str) -> str:
-    """The part of a kernel's name that survives a rebuild.
-
-    ``void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>(int, ...)``
-    → ``at::native::vectorized_elementwise_kernel``;
-    ``sm90_xmma_gemm_..._tilesize128x128x64_...`` keeps its words, loses the tile;
-    ``triton_poi_fused_add_mul_0`` → ``triton_poi_fused_add_mul``.
-    """
-    text = name.strip()
-    if text.startswith("void "):
-        text = text[5:]
-    # Kineto's memory rows read "Memcpy DtoD (Device -> Device)"; C++ names may hold
-    # "(anonymous namespace)" before the parameter list
-    text = text.replace("(anonymous namespace)", "{anon}")
-    inner = _first_template_arg(text)
-    text = _strip_brackets(text, "<", ">")
-    paren = text.find("(")
-    if paren > 0 and not text.lower().startswith(("memcpy", "memset")):
-        text = text[:paren]
-    else:
-        text = _strip_brackets(text, "(", ")")
-    text = _SPACES.sub(" ", text).strip()
-    # a return type before the qualified name: keep the last space-separated word
-    if " " in text and not text.lower().startswith(("memcpy", "memset")):
-        text = text.rsplit(" ", 1)[-1]
-    if inner and text.rsplit("::", 1)[-1] in _WRAPPERS:
-        text = f"{text}<{normalise(inner)}>"
-    text = _TILE.sub("T", text)
-    text = _NUM_SUFFIX.sub("", text)
-    return text or name
-
 
 #: Launch wrappers whose first template argument is the real kernel (CUTLASS).
 _WRAPPERS = frozenset({"Kernel", "Kernel2", "device_kernel", "KernelWrapper"})
 
 
-def _first_template_arg(text: str) -> str:
-    start = text.find("<")
-    if start < 0:
-        return ""
-    depth = 0
-    for i in range(start, len(text)):
-        ch = text[i]
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : i].split(",", 1)[0].strip()
-        elif ch == "," and depth == 1:
-            return text[start + 1 : i].strip()
-    return ""
+@lru_cache(maxsize=65536)
+def normalise(name: str) -> str:
+    """The part of a kernel's name that survives a rebuild: the function's qualified
+    name (:func:`cxxnames.function_name`, never a return type), tile shapes and
+    numeric suffixes taken out.
+
+    ``std::enable_if<...>::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(...)``
+    → ``vllm::fused_add_rms_norm_kernel``;
+    ``sm90_xmma_gemm_..._tilesize128x128x64_...`` keeps its words, loses the tile;
+    ``triton_poi_fused_add_mul_0`` → ``triton_poi_fused_add_mul``.
+    """
+    text = cxxnames.function_name(name)
+    if text.rsplit("::", 1)[-1] in _WRAPPERS:
+        args = cxxnames.template_args(name)
+        if args:
+            text = f"{text}<{normalise(args[0])}>"
+    text = _TILE.sub("T", text)
+    text = _NUM_SUFFIX.sub("", text)
+    return text or name
 
 
 @lru_cache(maxsize=65536)

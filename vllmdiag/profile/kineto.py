@@ -1,27 +1,25 @@
-"""Streaming reader of Kineto (torch profiler) traces: ``.json`` and ``.json.gz``.
+"""Kineto (torch profiler) traces, ``.json`` and ``.json.gz``, folded as they stream.
 
-The file is never loaded whole: the ``traceEvents`` array is walked one event at a time
-with the C JSON scanner over a sliding text buffer, each event is folded into a
-:class:`~vllmdiag.profile.timeline.Timeline` and dropped. Memory stays at the buffer plus
-the aggregates, whatever the trace's size.
+:mod:`jsonstream` yields the events; each is checked, folded into a
+:class:`~vllmdiag.profile.timeline.Timeline` and dropped. An event whose fields have the
+wrong types (``dur`` a string or null, no ``ts``, ``args`` a list, a ``device`` that is
+no integer, a name that is no string), or whose times are negative, infinite or NaN,
+is refused and counted by reason, never folded in as a number.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
-import json.scanner
-import re
-from collections.abc import Callable, Iterator
+import math
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from vllmdiag.errors import VllmdiagError
+from vllmdiag.profile.jsonstream import CHUNK_CHARS, TraceFormatError, iter_events
 from vllmdiag.profile.timeline import Timeline, TraceSummary
 
-CHUNK_CHARS = 1 << 22
-_WS = re.compile(r"[\s,]*")
+__all__ = ["CHUNK_CHARS", "TraceFormatError", "iter_events", "read"]
+
+_NUMS = (int, float)
+_INF = math.inf
 
 # Old Kineto spellings → the ones used since torch 1.13.
 _CATEGORY = {
@@ -40,190 +38,112 @@ _CATEGORY = {
 }
 
 
-class TraceFormatError(VllmdiagError):
-    """A file that is not a readable Kineto trace."""
+def _number(value: Any, what: str, *, negative_ok: bool = False) -> str | None:
+    """Why ``value`` is no usable time, or None when it is one."""
+    if value.__class__ not in _NUMS:
+        return f"{what} is {'missing' if value is None else 'not a number'}"
+    if not -_INF < value < _INF:
+        return f"{what} is not finite"
+    if value < 0 and not negative_ok:
+        return f"{what} is negative"
+    return None
 
 
-def _open(path: Path) -> IO[str]:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+def _integer(args: dict[str, Any], key: str, default: int) -> int | None:
+    """An integer field of ``args`` (``default`` when absent), None when it is no integer."""
+    value = args.get(key, default)
+    return value if value.__class__ is int else None
 
 
-class _Scanner:
-    """A text buffer over a stream, decoding one JSON value at a time."""
-
-    def __init__(self, f: IO[str], where: str) -> None:
-        self.f = f
-        self.where = where
-        self.buf = ""
-        self.pos = 0
-        self.eof = False
-        decoder: Any = json.JSONDecoder()  # the C scanner reads its parse_* hooks
-        scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(decoder)
-        self.scan = scan
-
-    def _fill(self) -> bool:
-        data = self.f.read(CHUNK_CHARS)
-        if not data:
-            self.eof = True
-            return False
-        self.buf = self.buf[self.pos :] + data
-        self.pos = 0
-        return True
-
-    def peek(self) -> str:
-        """The next significant character (commas count as whitespace), '' at EOF."""
-        while True:
-            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self._fill():
-                return ""
-
-    def expect(self, ch: str) -> None:
-        got = self.peek()
-        if got != ch:
-            raise TraceFormatError(
-                f"expected {ch!r} but found {got or 'end of file'!r}",
-                where=self.where,
-                hint="pass a torch profiler (Kineto) trace: .json or .json.gz",
-            )
-        self.pos += 1
-
-    def value(self) -> Any:
-        self.peek()
-        while True:
-            try:
-                obj, end = self.scan(self.buf, self.pos)
-            except (StopIteration, ValueError) as exc:
-                if self._fill():
-                    continue
-                raise TraceFormatError(
-                    f"truncated or malformed JSON ({exc})",
-                    where=self.where,
-                    hint="a capture killed before it flushed leaves a partial trace",
-                ) from None
-            # a value that ends exactly at the buffer's end may continue in the next chunk
-            if end < len(self.buf) or self.eof or not self._fill():
-                self.pos = end
-                return obj
-
-
-def iter_events(path: Path, header: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-    """Every event of ``traceEvents``, in file order; other top-level keys go to
-    ``header`` (when given) as they are met."""
-    with _open(path) as f:
-        sc = _Scanner(f, str(path))
-        sc.expect("{")
-        seen = False
-        while True:
-            ch = sc.peek()
-            if ch == "}":
-                break
-            if ch != '"':
-                sc.expect('"')
-            key = sc.value()
-            sc.expect(":")
-            if key != "traceEvents":
-                val = sc.value()
-                if header is not None:
-                    header[key] = val
-                continue
-            seen = True
-            sc.expect("[")
-            yield from _array(sc)
-            sc.pos += 1
-        if not seen:
-            raise TraceFormatError(
-                "no traceEvents array",
-                where=str(path),
-                hint="pass a torch profiler (Kineto) trace: .json or .json.gz",
-            )
-
-
-def _array(sc: _Scanner) -> Iterator[dict[str, Any]]:
-    """The events of an array whose ``[`` was just read; leaves ``sc`` at its ``]``.
-
-    The common case (an event wholly inside the buffer) runs on local variables; at a
-    buffer boundary the scanner's own methods refill and decode.
-    """
-    scan, ws = sc.scan, _WS.match
-    buf, pos = sc.buf, sc.pos
-    n = len(buf)
-    while True:
-        pos = ws(buf, pos).end()  # type: ignore[union-attr]
-        if pos < n:
-            if buf[pos] == "]":
-                sc.pos = pos
-                return
-            try:
-                obj, end = scan(buf, pos)
-            except (StopIteration, ValueError):
-                end = n
-            if end < n:
-                pos = end
-                if isinstance(obj, dict):
-                    yield obj
-                continue
-        sc.pos = pos
-        ch = sc.peek()
-        if ch == "]":
-            return
-        if ch == "":
-            raise TraceFormatError("traceEvents is not closed", where=sc.where, hint="re-capture")
-        obj = sc.value()
-        if isinstance(obj, dict):
-            yield obj
-        buf, pos = sc.buf, sc.pos
-        n = len(buf)
+def _problem(ev: dict[str, Any], cat: str) -> str | None:
+    """Why a complete (``X``) event cannot be folded in, or None (CPU operators are
+    only counted and summed: they need no time stamp)."""
+    if ev.get("name").__class__ is not str:
+        return "name is not a string"
+    why = _number(ev.get("dur"), "dur")
+    if not why and cat != "cpu_op":
+        why = _number(ev.get("ts"), "ts", negative_ok=True)
+    if why:
+        return why
+    args = ev.get("args")
+    if args is not None and args.__class__ is not dict:
+        return "args is not an object"
+    return None
 
 
 def read(path: Path) -> TraceSummary:
     """Fold one Kineto trace into its summary."""
     tl = Timeline(str(path))
-    activity, launch, cpu_op, annotation = tl.activity, tl.launch, tl.cpu_op, tl.annotation
-    cats = _CATEGORY
-    cpu_ops = tl.cpu_ops
-    for ev in iter_events(path):
+    skip = tl.skip
+    cpu_ops, op_set, intern = tl.cpu_ops, tl.op_table.set, tl.op_table.intern
+    for ev in iter_events(path, on_skip=skip):
+        if ev.__class__ is not dict:
+            skip("event is not an object")
+            continue
         raw = ev.get("cat")
-        if raw == "cpu_op":  # most events: aggregated inline
-            name = ev.get("name", "")
-            agg = cpu_ops.get(name)
-            if agg is None:
-                cpu_ops[name] = [1.0, float(ev.get("dur", 0.0))]
-            else:
-                agg[0] += 1
-                agg[1] += ev.get("dur", 0.0)
+        if raw == "cpu_op":  # most events: checked and aggregated inline
+            name: Any = ev.get("name")
+            dur: Any = ev.get("dur")
+            args: Any = ev.get("args")
+            agg = cpu_ops.get(name) if name.__class__ is str else None
+            if (
+                agg is None
+                or dur.__class__ not in _NUMS
+                or not 0 <= dur < _INF
+                or (args is not None and args.__class__ is not dict)
+            ):
+                if _refused(tl, "cpu_op", ev):
+                    continue
+                agg = cpu_ops.get(name)
+                if agg is None:
+                    agg = cpu_ops[name] = [0.0, 0.0, float(intern(name))]
+            agg[0] += 1
+            agg[1] += dur
+            if args:
+                ext = args.get("External id")
+                if ext.__class__ is int and ext > 0:
+                    op_set(ext, int(agg[2]))
             continue
         if raw is None or ev.get("ph") != "X":
             continue
-        cat = cats.get(raw)
+        cat = _CATEGORY.get(raw) if raw.__class__ is str else None
         if cat is None:
-            cat = cats.get(str(raw).lower())
+            cat = _CATEGORY.get(str(raw).lower())
             if cat is None:
                 continue
-        name = ev.get("name", "")
-        dur = float(ev.get("dur", 0.0))
-        if cat == "cpu_op":
-            cpu_op(name, dur)
+        if _refused(tl, cat, ev):
             continue
-        args = ev.get("args") or {}
-        if cat == "kernel" or cat == "gpu_memcpy" or cat == "gpu_memset":
-            graph = bool(args.get("graph id") or args.get("graph node id"))
-            activity(
-                name,
-                cat,
-                float(ev["ts"]),
-                dur,
-                int(args.get("device", ev.get("pid", 0)) or 0),
-                int(args.get("correlation", -1)),
-                graph,
-            )
-        elif cat == "cuda_runtime":
-            launch(name, dur, int(args.get("correlation", -1)))
-        else:
-            annotation(name, float(ev["ts"]), dur, cat == "gpu_user_annotation")
+        _fold(tl, cat, ev)
     return tl.finish()
+
+
+def _refused(tl: Timeline, cat: str, ev: dict[str, Any]) -> bool:
+    why = _problem(ev, cat)
+    if why:
+        tl.skip(f"{cat}: {why}")
+    return why is not None
+
+
+def _fold(tl: Timeline, cat: str, ev: dict[str, Any]) -> None:
+    name, ts, dur = ev["name"], float(ev["ts"]), float(ev["dur"])
+    args: dict[str, Any] = ev.get("args") or {}
+    ext = _integer(args, "External id", 0)
+    corr = _integer(args, "correlation", -1)
+    if ext is None or corr is None:
+        tl.skip(f"{cat}: {'External id' if ext is None else 'correlation'} is not an integer")
+        return
+    tid = ev.get("tid")
+    tid = tid if tid.__class__ is int else 0
+    if cat == "cpu_op":
+        tl.cpu_op(name, dur, ext)
+    elif cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+        device = args.get("device", ev.get("pid", 0))
+        if device.__class__ is not int or device < 0:
+            tl.skip(f"{cat}: device is not an integer")
+            return
+        graph = bool(args.get("graph id") or args.get("graph node id"))
+        tl.activity(name, cat, ts, dur, device, corr, graph, ext)
+    elif cat == "cuda_runtime":
+        tl.launch(name, dur, corr, ext, tid, ts)
+    else:
+        tl.annotation(name, ts, dur, cat == "gpu_user_annotation", ext, tid)

@@ -55,6 +55,11 @@ class LegProfile:
     step_ranks: int = 1
     range_gpu: dict[str, tuple[int, float, int]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: events refused while reading, by reason, over all of the leg's files
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: the traced CPU span of the engine steps, summed over processes (no launcher clock)
+    step_span_us: float | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def launch_us(self) -> float:
@@ -86,10 +91,30 @@ class LegProfile:
         return None
 
     @property
-    def wall_us(self) -> float | None:
-        """The launcher's wall clock of the profiled window, where there is one."""
+    def launcher_wall_us(self) -> float | None:
+        """The torch launcher's wall clock of the profiled window, where there is one."""
         wall = self.meta.get("wall_s_profiled")
-        return float(wall) * 1e6 if isinstance(wall, (int, float)) else None
+        if isinstance(wall, (int, float)) and not isinstance(wall, bool) and 0 <= wall < 1e9:
+            return float(wall) * 1e6
+        return None
+
+    @property
+    def wall_us(self) -> float | None:
+        """The wall clock of the profiled window: the launcher's, else the CPU's span of
+        the traced engine steps (vLLM's own profiler), else None."""
+        wall = self.launcher_wall_us
+        return wall if wall is not None else self.step_span_us
+
+    @property
+    def wall_source(self) -> str | None:
+        """What :attr:`wall_us` measured."""
+        if self.launcher_wall_us is not None:
+            return "launcher clock"
+        return "traced CPU steps" if self.step_span_us is not None else None
+
+    @property
+    def skipped_count(self) -> int:
+        return sum(self.skipped.values())
 
 
 def trace_files(path: Path) -> list[Path]:
@@ -99,8 +124,8 @@ def trace_files(path: Path) -> list[Path]:
     if not path.is_dir():
         raise VllmdiagError(
             f"no such trace file or directory: {path}",
-            hint="pass a run directory of 'vllmdiag profile RECIPE --legs A B' or "
-            "'vllmdiag profile capture', or a trace file",
+            hint="pass a capture directory (RUN/SIDE/torch), a trace file, or a profile "
+            "run directory alone",
         )
     found = sorted(
         p
@@ -110,17 +135,41 @@ def trace_files(path: Path) -> list[Path]:
     return found
 
 
-def read_meta(path: Path) -> dict[str, Any]:
+def read_meta(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The launcher's ``meta.json`` beside a capture, and a warning when it is unreadable
+    (the traces still are: only the launcher's wall clock and token count are lost)."""
     meta_file = path / "meta.json" if path.is_dir() else path.parent / "meta.json"
-    if meta_file.is_file():
-        data = json.loads(meta_file.read_text())
-        if isinstance(data, dict):
-            return data
-    return {}
+    if not meta_file.is_file():
+        return {}, ()
+    try:
+        data = json.loads(meta_file.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        pos = f":{exc.lineno}:{exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        return {}, (f"{meta_file}{pos}: meta.json is not JSON ({exc}); its wall clock and "
+                    "token count are not used",)  # fmt: skip
+    if not isinstance(data, dict):
+        return {}, (f"{meta_file}: meta.json is not a JSON object; not used",)
+    return data, ()
 
 
-def merge(name: str, parts: Iterable[TraceSummary], meta: dict[str, Any]) -> LegProfile:
+def _merge_ops(
+    a: tuple[tuple[str, int, float], ...], b: tuple[tuple[str, int, float], ...]
+) -> tuple[tuple[str, int, float], ...]:
+    acc: dict[str, tuple[int, float]] = {}
+    for op, c, us in (*a, *b):
+        c0, us0 = acc.get(op, (0, 0.0))
+        acc[op] = (c0 + c, us0 + us)
+    return tuple(sorted(((op, c, us) for op, (c, us) in acc.items()), key=lambda r: (-r[2], r[0])))
+
+
+def merge(
+    name: str,
+    parts: Iterable[TraceSummary],
+    meta: dict[str, Any],
+    warnings: tuple[str, ...] = (),
+) -> LegProfile:
     parts = list(parts)
+    skipped: dict[str, int] = {}
     kernels: dict[str, KernelStat] = {}
     runtime: dict[str, tuple[int, float]] = {}
     ranges: dict[str, tuple[int, float]] = {}
@@ -143,8 +192,11 @@ def merge(name: str, parts: Iterable[TraceSummary], meta: dict[str, Any]) -> Leg
                     old.count + s.count,
                     old.total_us + s.total_us,
                     old.graph_count + s.graph_count,
+                    _merge_ops(old.ops, s.ops),
                 )
             )
+        for reason, n in p.skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + n
         for src, dst in ((p.runtime, runtime), (p.ranges, ranges), (p.cpu_ops, cpu_ops)):
             for k, (c, t) in src.items():
                 c0, t0 = dst.get(k, (0, 0.0))
@@ -174,6 +226,9 @@ def merge(name: str, parts: Iterable[TraceSummary], meta: dict[str, Any]) -> Leg
         step_ranks=max(1, sum(1 for p in parts if p.steps)),
         range_gpu=range_gpu,
         meta=meta,
+        skipped=skipped,
+        step_span_us=_step_span(parts),
+        warnings=warnings,
     )
     if leg.kernel_count == 0:
         raise CaptureError(
@@ -196,4 +251,15 @@ def load(path: Path, name: str | None = None) -> LegProfile:
             hint="expected *.json, *.json.gz (torch profiler) or *.sqlite (nsys export)",
         )
     parts = [nsys.read(f) if f.name.endswith(".sqlite") else kineto.read(f) for f in files]
-    return merge(name or path.name, parts, read_meta(path))
+    meta, warnings = read_meta(path)
+    return merge(name or path.name, parts, meta, warnings)
+
+
+def _step_span(parts: list[TraceSummary]) -> float | None:
+    """The CPU span of the traced steps, summed over the processes with GPU work; None
+    unless every one of them has step ranges (a partial sum would not be a clock)."""
+    busy = [p for p in parts if p.kernel_count]
+    spans = [p.step_span_us for p in busy]
+    if not busy or any(s is None for s in spans):
+        return None
+    return sum(s for s in spans if s is not None)

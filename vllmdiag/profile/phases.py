@@ -5,6 +5,8 @@
   (decoding, or continuing a chunked prefill).
 - ``execute_context_{n}({ctx})_generation_{m}({gen})``: ``n`` requests in context
   (prefill) with ``ctx`` tokens, ``m`` requests generating with ``gen`` tokens.
+- ``execute_{t}_context_{n}(sq{ctx}sk..sqsq..sqsk..)_generation_{m}(sq{gen}sk..sqsq..
+  sqsk..)``: the same with roofline terms (vLLM's ``detailed_trace_annotation``).
 - vllmdiag's own launcher: ``vllmdiag:step#i`` inside ``vllmdiag:measured``.
 - torch's ``ProfilerStep#i``.
 
@@ -26,6 +28,10 @@ KINDS: tuple[str, ...] = (PREFILL, MIXED, DECODE, STEP)
 
 _NEW_CACHED = re.compile(r"^execute_new_(\d+)_cached_(\d+)$")
 _CTX_GEN = re.compile(r"^execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)$")
+_DETAILED = re.compile(
+    r"^execute_\d+_context_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)"
+    r"_generation_(\d+)\(sq(\d+)sk\d+sqsq\d+sqsk\d+\)$"
+)
 _LAUNCHER = re.compile(r"^vllmdiag:step#(\d+)$")
 _PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
@@ -37,7 +43,7 @@ class StepName:
     """What a step annotation says about the step's work."""
 
     kind: str
-    spelling: str  # "new_cached", "context_generation", "launcher", "profiler_step"
+    spelling: str  # new_cached, context_generation, detailed, launcher, profiler_step
     prefill_reqs: int | None = None
     decode_reqs: int | None = None
     prefill_tokens: int | None = None
@@ -46,23 +52,24 @@ class StepName:
     @property
     def output_tokens(self) -> int | None:
         """Tokens the step generates, where the name tells: one per generating request."""
-        return self.decode_reqs if self.spelling == "context_generation" else None
+        return self.decode_reqs if self.spelling in ("context_generation", "detailed") else None
 
 
 def parse_step(name: str) -> StepName | None:
     """The step an annotation names, or None when it is not a step annotation."""
     if not name or name[0] not in "evP":  # cheap reject: most ranges are not steps
         return None
-    m = _CTX_GEN.match(name)
-    if m:
-        n, ctx, g, gen = (int(x) for x in m.groups())
-        if n == 0:
-            kind = DECODE
-        elif g == 0 or ctx >= gen:
-            kind = PREFILL
-        else:
-            kind = MIXED
-        return StepName(kind, "context_generation", n, g, ctx, gen)
+    for pattern, spelling in ((_CTX_GEN, "context_generation"), (_DETAILED, "detailed")):
+        m = pattern.match(name)
+        if m:
+            n, ctx, g, gen = (int(x) for x in m.groups())
+            if n == 0:
+                kind = DECODE
+            elif g == 0 or ctx >= gen:
+                kind = PREFILL
+            else:
+                kind = MIXED
+            return StepName(kind, spelling, n, g, ctx, gen)
     m = _NEW_CACHED.match(name)
     if m:
         new, cached = int(m.group(1)), int(m.group(2))

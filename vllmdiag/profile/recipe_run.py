@@ -1,24 +1,71 @@
-"""``vllmdiag profile RECIPE --legs A B``: a recipe's legs and workload as capture targets.
+"""``vllmdiag profile RECIPE --legs A B | --arms A B``: a recipe's sides as capture targets.
 
-Legs are built (or adopted, for ``path:`` legs) through the env cache; the workload is
-rendered with the baseline's flags and environment. A workload whose command is
-``{python} SCRIPT.py ...`` is driven by the torch launcher; ``vllm ...`` switches on
-vLLM's own profiler.
+Sides come from :mod:`sides`; their legs are built (or adopted, for ``path:`` legs)
+through the env cache, once per distinct leg; each side's workload is rendered with its
+own flags and environment. A workload whose command is ``{python} SCRIPT.py ...`` is
+driven by the torch launcher; ``vllm ...`` switches on vLLM's own profiler.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from vllmdiag.config import load_recipe
 from vllmdiag.engine import workloads
 from vllmdiag.engine.journal import RunDir
-from vllmdiag.engine.legs import recipe_legs
 from vllmdiag.envs import EnvCache
 from vllmdiag.errors import ConfigError
+from vllmdiag.model.recipe import Recipe
 from vllmdiag.profile.capture import OUT_DIR, PYTHON, Workload
 from vllmdiag.profile.run import Journal, LegTarget
+from vllmdiag.profile.sides import SidePlan, plan_sides
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a recipe's profile run needs, its environments ready."""
+
+    targets: list[LegTarget]
+    workload: Workload
+    out: Path
+    journal: Journal
+    timeout: float
+
+
+def _workload_name(recipe: Recipe, recipe_path: Path, workload: str | None) -> str:
+    names = list(recipe.workloads)
+    if workload is None:
+        if len(names) != 1:
+            raise ConfigError(
+                f"recipe {recipe.name!r} has {len(names)} workloads; pick one with --workload",
+                where=str(recipe_path),
+                hint=f"workloads: {', '.join(names)}",
+            )
+        return names[0]
+    if workload not in recipe.workloads:
+        raise ConfigError(
+            f"no workload {workload!r} in recipe {recipe.name!r}",
+            where=str(recipe_path),
+            hint=f"workloads: {', '.join(names)}",
+        )
+    return workload
+
+
+def side_workload(
+    recipe: Recipe, name: str, side: SidePlan, *, warmup: int, steps: int
+) -> Workload:
+    """The side's workload: the recipe's command with the side's flags and environment
+    (``{python}`` and ``{out_dir}`` are filled in per capture)."""
+    wl = recipe.workloads[name]
+    argv = workloads.render(wl, name=name, flags=side.flags, out_dir=Path(OUT_DIR),
+                            recipe_dir=recipe.recipe_dir, python=Path(PYTHON))  # fmt: skip
+    env = {**side.env, **wl.env}
+    if len(argv) >= 2 and argv[0] == PYTHON and argv[1].endswith(".py"):
+        return Workload(script=Path(argv[1]), script_args=tuple(argv[2:]), warmup=warmup,
+                        steps=steps, env=env)  # fmt: skip
+    return Workload(argv=tuple(argv), warmup=warmup, steps=steps, env=env)
 
 
 def prepare(
@@ -30,57 +77,35 @@ def prepare(
     steps: int,
     out: Path | None,
     runs_root: Path,
+    arms: Sequence[str] = (),
+    leg: str | None = None,
     say: Callable[[str], object] = lambda _m: None,
-) -> tuple[list[LegTarget], Workload, Path, Journal]:
+) -> Prepared:
     recipe = load_recipe(recipe_path)
-    if len(legs) != 2:
-        raise ConfigError(
-            f"profile takes two legs, got {len(legs)}: {', '.join(legs) or 'none'}",
-            where=str(recipe_path),
-            hint=f"e.g. --legs {' '.join(list(recipe.legs)[:2])}",
-        )
-    names = list(recipe.workloads)
-    if workload is None:
-        if len(names) != 1:
-            raise ConfigError(
-                f"recipe {recipe.name!r} has {len(names)} workloads; pick one with --workload",
-                where=str(recipe_path),
-                hint=f"workloads: {', '.join(names)}",
-            )
-        workload = names[0]
-    if workload not in recipe.workloads:
-        raise ConfigError(
-            f"no workload {workload!r} in recipe {recipe.name!r}",
-            where=str(recipe_path),
-            hint=f"workloads: {', '.join(names)}",
-        )
-    wl = recipe.workloads[workload]
-    specs = [recipe_legs(recipe, name)[0] for name in legs]  # all names checked first
+    sides = plan_sides(recipe, legs, arms, leg)  # every name checked before anything runs
+    name = _workload_name(recipe, recipe_path, workload)
+    per_side = [side_workload(recipe, name, s, warmup=warmup, steps=steps) for s in sides]
     run = RunDir.create(f"profile-{recipe.name}", out=out, runs_root=runs_root)
     cache = EnvCache()
+    pythons: dict[str, Path] = {}
     targets = []
-    for name, spec in zip(legs, specs, strict=True):
-        say(f"leg {name}: preparing environment")
-        env = cache.ensure(spec, log=run.path / f"env-{name}.log")
-        targets.append(LegTarget(name, env.python))
-    argv = workloads.render(
-        wl,
-        name=workload,
-        flags=recipe.baseline.flags,
-        out_dir=Path(OUT_DIR),  # each capture's own directory, filled in per leg
-        recipe_dir=recipe.recipe_dir,
-        python=Path(PYTHON),
+    for side, w in zip(sides, per_side, strict=True):
+        key = side.leg.key()
+        if key not in pythons:
+            say(f"leg {side.leg.name}: preparing environment")
+            env = cache.ensure(side.leg, log=run.path / f"env-{side.leg.name}.log")
+            pythons[key] = env.python
+        targets.append(LegTarget(side.name, pythons[key], w))
+    run.event(
+        "profile_started",
+        recipe=recipe.name,
+        legs=[s.name for s in sides],
+        sides=[s.describe() for s in sides],
+        workload=name,
+        argv=[list(w.argv) or [str(w.script), *w.script_args] for w in per_side],
     )
-    env_vars = {**recipe.baseline.env, **wl.env}
-    if len(argv) >= 2 and argv[0] == PYTHON and argv[1].endswith(".py"):
-        w = Workload(script=Path(argv[1]), script_args=tuple(argv[2:]), warmup=warmup,
-                     steps=steps, env=env_vars)  # fmt: skip
-    else:
-        w = Workload(argv=tuple(argv), warmup=warmup, steps=steps, env=env_vars)
-    run.event("profile_started", recipe=recipe.name, legs=list(legs), workload=workload,
-              argv=argv)  # fmt: skip
 
     def journal(event: str, fields: dict[str, object]) -> None:
         run.event(event, **fields)
 
-    return targets, w, run.path, journal
+    return Prepared(targets, per_side[0], run.path, journal, recipe.timeout)

@@ -43,6 +43,12 @@ def _short(name: str, n: int = 70) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
 
 
+def _cell(name: str, n: int = 70) -> str:
+    """Text from a trace for a Markdown table cell: cut, pipes and backticks made
+    harmless."""
+    return _short(name, n).replace("|", "\\|").replace("`", "'")
+
+
 def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = None) -> str:
     a, b = d.a, d.b
     lines = [f"# Profile diff: {a.name} → {b.name}", "", d.reconciliation, ""]
@@ -72,37 +78,62 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
         ("GPU busy (ms)", a.gpu_busy_us, b.gpu_busy_us),
         ("GPU idle (ms)", a.gpu_idle_us, b.gpu_idle_us),
         ("capture window (ms)", a.window_us, b.window_us),
-        ("launcher wall clock (ms)", a.wall_us, b.wall_us),
+        (f"wall clock (ms; {a.wall_source or 'none'})", a.wall_us, b.wall_us),
         ("CPU in launch calls (ms)", a.launch_us, b.launch_us),
         ("GPU time per step (ms)", d.per_step[0], d.per_step[1]),
         ("GPU time per output token (ms)", d.per_token[0], d.per_token[1]),
     ):
         delta = _dms(y - x) if x is not None and y is not None else ""
         lines.append(f"| {label} | {_ms(x)} | {_ms(y)} | {delta} |")
-    lines += ["", "## Families", "", "| family | " + a.name + " ms | " + b.name
-              + " ms | delta ms | share of delta |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+    lines += ["", "## Families", "", "| family | " + _cell(a.name) + " ms | " + _cell(b.name)
+              + " ms | delta ms | share of delta | launched by (A / B) |",
+              "|---|---:|---:|---:|---:|---|"]  # fmt: skip
     for r in d.families:
+        by = f"{_cell(', '.join(r.a_ops) or '–', 60)} / {_cell(', '.join(r.b_ops) or '–', 60)}"
         lines.append(
             f"| {r.family} | {_ms(r.a_us)} | {_ms(r.b_us)} | {_dms(r.delta_us)} | "
-            f"{_share(r.share)} |"
+            f"{_share(r.share)} | {by} |"
         )
     lines += ["", "## Kernels that moved most", "",
-              "| kernel | family | count A | count B | A ms | B ms | delta ms | share |",
-              "|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+              "Kernels match by name; a row marked *paired* joins differently named kernels "
+              "that the same op launched (eager kernel ↔ compiled Triton kernel).", "",
+              "| kernel | family | launched by (A / B) | count A | count B | A ms | B ms "
+              "| delta ms | share |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for k in d.top:
+        by = f"{_cell(k.a_op or '–', 40)} / {_cell(k.b_op or '–', 40)}"
+        mark = f" *paired: {_cell(k.paired_by, 40)}*" if k.paired_by else ""
         lines.append(
-            f"| `{_short(k.name)}` | {k.family} | {k.a_count} | {k.b_count} | {_ms(k.a_us)} "
-            f"| {_ms(k.b_us)} | {_dms(k.delta_us)} | {_share(k.share)} |"
+            f"| `{_cell(k.name, 90)}`{mark} | {k.family} | {by} | {k.a_count} | {k.b_count} "
+            f"| {_ms(k.a_us)} | {_ms(k.b_us)} | {_dms(k.delta_us)} | {_share(k.share)} |"
         )
+    if d.ops:
+        lines += ["", "## GPU time by launching op", "",
+                  "| op | A ms | B ms | delta ms | share | kernels |",
+                  "|---|---:|---:|---:|---:|---|"]  # fmt: skip
+        for o in d.ops:
+            kern = ", ".join(f"`{_cell(n, 50)}`" for n in o.kernels[:3])
+            lines.append(
+                f"| {_cell(o.op, 60)} | {_ms(o.a_us)} | {_ms(o.b_us)} | {_dms(o.delta_us)} "
+                f"| {_share(o.share)} | {kern} |"
+            )
     for leg in (a, b):
         lines += ["", f"## Kernel table: {leg.name}", "",
-                  "| kernel | family | count | total ms | mean µs |",
-                  "|---|---|---:|---:|---:|"]  # fmt: skip
+                  "| kernel | family | launched by | count | of which graph | total ms "
+                  "| mean µs |",
+                  "|---|---|---|---:|---:|---:|---:|"]  # fmt: skip
         for ks in kernel_table(leg, 12):
+            op = ks.ops[0][0] if ks.ops else "–"
             lines.append(
-                f"| `{_short(ks.name, 90)}` | {ks.family} | {ks.count} | "
-                f"{_ms(ks.total_us)} | {ks.total_us / max(1, ks.count):.1f} |"
+                f"| `{_cell(families.normalise(ks.name), 90)}` | {ks.family} | "
+                f"{_cell(op, 50)} | {ks.count} | {ks.graph_count} | {_ms(ks.total_us)} | "
+                f"{ks.total_us / max(1, ks.count):.1f} |"
             )
+    for leg in (a, b):
+        if leg.skipped:
+            lines += ["", f"## Events refused in {leg.name}: {leg.skipped_count}", "",
+                      "| reason | events |", "|---|---:|"]  # fmt: skip
+            lines += [f"| {_cell(r, 90)} | {n} |" for r, n in sorted(leg.skipped.items())]
     if d.phases:
         lines += ["", "## Phases", "",
                   "| phase | steps A | steps B | A ms/step | B ms/step | change "
@@ -119,7 +150,7 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
                   "| frame | A share | B share | change |", "|---|---:|---:|---:|"]  # fmt: skip
         for fr in frames:
             lines.append(
-                f"| `{_short(fr.frame, 90)}` | {fr.a_share * 100:.1f} % | "
+                f"| `{_cell(fr.frame, 90)}` | {fr.a_share * 100:.1f} % | "
                 f"{fr.b_share * 100:.1f} % | {fr.delta * 100:+.1f} pt |"
             )
     lines += ["", "Sources: " + ", ".join(f"`{s}`" for s in (*a.sources, *b.sources)), ""]
@@ -132,7 +163,7 @@ def pyspy_markdown(a: str, b: str, frames: tuple[FrameRow, ...]) -> str:
              "| frame | A share | B share | change |", "|---|---:|---:|---:|"]  # fmt: skip
     for fr in frames:
         lines.append(
-            f"| `{_short(fr.frame, 90)}` | {fr.a_share * 100:.1f} % | "
+            f"| `{_cell(fr.frame, 90)}` | {fr.a_share * 100:.1f} % | "
             f"{fr.b_share * 100:.1f} % | {fr.delta * 100:+.1f} pt |"
         )
     return "\n".join([*lines, ""])

@@ -24,8 +24,12 @@ SCHEMA = 1
 
 @dataclass(frozen=True)
 class LegTarget:
+    """One side of a profile: a name, the leg's python, and (for an arm on a leg) the
+    side's own workload, which replaces the run's shared one."""
+
     name: str
     python: Path
+    workload: Workload | None = None
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,36 @@ class ProfileRun:
                 return c.out
         return None
 
+    def sides(self, backends: Sequence[str]) -> list[tuple[str, Path]]:
+        """(side, capture directory) of each side with a good capture of one of
+        ``backends`` (the first that has one), in run order."""
+        out = []
+        for leg in dict.fromkeys(c.leg for c in self.captures):
+            for backend in backends:
+                d = self.leg_dir(leg, backend)
+                if d is not None:
+                    out.append((leg, d))
+                    break
+        return out
+
     def to_json(self) -> dict[str, object]:
         return {"schema": SCHEMA, "out": str(self.out), "warnings": list(self.warnings),
                 "captures": [c.to_json() for c in self.captures]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: object, root: Path) -> ProfileRun:
+        """The run ``profile.json`` describes, its paths under ``root`` (where the run
+        directory is now)."""
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"schema {data.get('schema')!r}; this vllmdiag reads {SCHEMA}")
+        caps = data.get("captures")
+        warns = data.get("warnings", [])
+        if not isinstance(caps, list) or not isinstance(warns, list):
+            raise ValueError("'captures' and 'warnings' must be lists")
+        return cls(root, tuple(CaptureResult.from_json(c, root) for c in caps),
+                   tuple(str(w) for w in warns))  # fmt: skip
 
 
 Observer = Callable[[str, CaptureResult | None, str], None]
@@ -85,8 +116,8 @@ def profile_legs(
             if observer:
                 observer(leg.name, None, backend)
             note("capture_started", {"leg": leg.name, "backend": backend})
-            res = capture(leg.name, leg.python, workload, out / leg.name, backend,
-                          timeout=timeout)  # fmt: skip
+            res = capture(leg.name, leg.python, leg.workload or workload, out / leg.name,
+                          backend, timeout=timeout)  # fmt: skip
             results.append(res)
             note("capture_finished", res.to_json())
             if observer:
@@ -113,10 +144,18 @@ def _window_warnings(results: Sequence[CaptureResult]) -> tuple[str, ...]:
     return ()
 
 
-def load_run(path: Path) -> dict[str, object] | None:
-    """A run directory's ``profile.json``, or None if ``path`` is not one."""
+def load_run(path: Path) -> ProfileRun | None:
+    """The run a directory's ``profile.json`` describes, or None if ``path`` is not a
+    profile run directory; a ``profile.json`` that does not read back is an error."""
     f = path / "profile.json"
     if not f.is_file():
         return None
-    data = json.loads(f.read_text())
-    return data if isinstance(data, dict) else None
+    try:
+        return ProfileRun.from_json(json.loads(f.read_text(encoding="utf-8")), path)
+    except ValueError as exc:  # JSONDecodeError included
+        raise VllmdiagError(
+            f"profile.json does not read back: {exc}",
+            where=str(f),
+            hint="it was written by another vllmdiag version, or edited; diff the capture "
+            "directories inside it instead: vllmdiag profile diff RUN/A/torch RUN/B/torch",
+        ) from None

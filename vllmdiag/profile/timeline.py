@@ -1,21 +1,23 @@
 """One capture's GPU timeline, reduced to aggregates as its events stream past.
 
-Readers (Kineto JSON, nsys SQLite) feed a :class:`Timeline` one activity at a time;
+Readers (Kineto JSON, nsys SQLite) feed a :class:`Timeline` one event at a time;
 :meth:`Timeline.finish` turns it into a frozen :class:`TraceSummary`. Per GPU activity
-only a few numbers are kept, in typed arrays (about 40 bytes each), never the event.
+only a few numbers are kept, in typed arrays (about 50 bytes each), never the event.
+Events a reader refuses are counted by reason (:meth:`Timeline.skip`), never dropped
+silently.
 """
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
 
-from vllmdiag.profile import families, phases
+from vllmdiag.profile import families, ops, phases, spans
+from vllmdiag.profile.spans import Activities, StepStat
 
 _FAMILY_INDEX = {f: i for i, f in enumerate(families.FAMILIES)}
-MAX_RANGES = 200_000  # user ranges kept for phase attribution (the rest only counted)
-MAX_RANGE_NAMES = 20
-_STEP_PRIORITY = {"context_generation": 0, "new_cached": 0, "launcher": 1, "profiler_step": 2}
+MAX_RANGES = 200_000  # user ranges kept for phases and launch placement (the rest counted)
+
+__all__ = ["KernelStat", "StepStat", "Timeline", "TraceSummary"]
 
 
 @dataclass(frozen=True)
@@ -26,17 +28,8 @@ class KernelStat:
     count: int
     total_us: float
     graph_count: int
-
-
-@dataclass(frozen=True)
-class StepStat:
-    name: str
-    kind: str
-    start_us: float
-    dur_us: float
-    gpu_us: float
-    kernels: int
-    output_tokens: int | None
+    #: (launching op, count, GPU µs), most GPU time first
+    ops: tuple[tuple[str, int, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,48 +53,49 @@ class TraceSummary:
     measured_us: float | None = None
     #: without step annotations: user/NVTX range name → (count, GPU µs, activities)
     range_gpu: dict[str, tuple[int, float, int]] = field(default_factory=dict)
+    #: events refused, by reason ("kernel: dur is not a number", ...)
+    skipped: dict[str, int] = field(default_factory=dict)
+    #: first to last engine step on the CPU, where the trace has CPU step ranges
+    step_span_us: float | None = None
+    #: launches held open at once by the launch/activity join (its memory bound)
+    peak_open_launches: int = 0
 
     @property
     def gpu_idle_us(self) -> float:
         return max(0.0, self.window_us - self.gpu_busy_us)
 
 
-class _Device:
-    __slots__ = ("corr", "end", "fam", "name", "start")
-
-    def __init__(self) -> None:
-        self.start = array("d")
-        self.end = array("d")
-        self.fam = array("B")
-        self.name = array("I")
-        self.corr = array("q")
-
-
 class Timeline:
-    """Accumulates GPU activities, launches and ranges of one process."""
+    """Accumulates GPU activities, launches, operators and ranges of one process."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self._names: dict[tuple[str, str], int] = {}
         self._name_list: list[tuple[str, str]] = []
-        self._devices: dict[int, _Device] = {}
-        self._graph_corr: set[int] = set()
+        self._devices: dict[int, Activities] = {}
         self._graph_flag: set[tuple[int, int]] = set()  # (device, index) known from args
         self.runtime: dict[str, list[float]] = {}
         self.ranges: dict[str, list[float]] = {}
         self.cpu_ops: dict[str, list[float]] = {}
+        self.op_table = ops.OpTable()
+        self.join = ops.LaunchJoin()
+        self.skipped: dict[str, int] = {}
         self._cpu_steps: list[tuple[float, float, str]] = []
         self._gpu_steps: list[tuple[float, float, str]] = []
         self._measured: list[tuple[float, float]] = []
         # Kineto timestamps are ~1e12 µs: kept relative to the first one seen, so that a
         # double still resolves nanoseconds and end - start gives back the duration
         self._base: float | None = None
-        self._user_ranges: list[tuple[float, float, str, bool]] = []
+        self._user_ranges: list[tuple[float, float, str, bool, int]] = []
 
     def _rel(self, ts: float) -> float:
         if self._base is None:
             self._base = ts
         return ts - self._base
+
+    def skip(self, reason: str) -> None:
+        """An event refused (wrong field types, non-finite or negative times, ...)."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
     def activity(
         self,
@@ -112,8 +106,12 @@ class Timeline:
         device: int,
         correlation: int,
         graph: bool = False,
+        ext: int = 0,
+        placed: tuple[int, float] | None = None,
     ) -> None:
-        """A GPU activity: ``category`` is kernel, gpu_memcpy or gpu_memset."""
+        """A GPU activity: ``category`` is kernel, gpu_memcpy or gpu_memset; ``ext`` the
+        External id of the operator that launched it (0: unknown, join by correlation);
+        ``placed`` the (thread, time) of its launch where the reader joined it itself."""
         k = (name, category)
         idx = self._names.get(k)
         if idx is None:
@@ -121,17 +119,27 @@ class Timeline:
             self._name_list.append(k)
         d = self._devices.get(device)
         if d is None:
-            d = self._devices[device] = _Device()
+            d = self._devices[device] = Activities()
+        at = len(d.start)
         if graph:
-            self._graph_flag.add((device, len(d.start)))
+            self._graph_flag.add((device, at))
         ts = self._rel(ts)
         d.start.append(ts)
         d.end.append(ts + dur)
         d.fam.append(_FAMILY_INDEX[families.family(name, category)])
         d.name.append(idx)
         d.corr.append(correlation)
+        link = ext if ext > 0 else 0
+        if placed is not None and not link:
+            link = self.join.place(placed[0], self._rel(placed[1]))
+        elif correlation >= 0:
+            got = self.join.activity(correlation, ext > 0, (device << 32) | at)
+            link = link or got
+        d.link.append(link)
 
-    def launch(self, name: str, dur: float, correlation: int) -> None:
+    def launch(
+        self, name: str, dur: float, correlation: int, ext: int = 0, tid: int = 0, ts: float = 0.0
+    ) -> None:
         """A CUDA runtime/driver call on the CPU."""
         agg = self.runtime.get(name)
         if agg is None:
@@ -139,25 +147,35 @@ class Timeline:
         else:
             agg[0] += 1
             agg[1] += dur
-        if "GraphLaunch" in name:
-            self._graph_corr.add(correlation)
+        if correlation >= 0 and ops.is_launch(name):
+            link, done = self.join.launch(
+                correlation, ext, tid, self._rel(ts), "GraphLaunch" in name
+            )
+            for handle in done:
+                self._devices[handle >> 32].link[handle & 0xFFFFFFFF] = link
 
-    def cpu_op(self, name: str, dur: float) -> None:
+    def cpu_op(self, name: str, dur: float, ext: int = 0) -> None:
+        """A CPU operator; ``ext`` its External id, which launched activities name."""
         agg = self.cpu_ops.get(name)
-        if agg is None:
-            self.cpu_ops[name] = [1.0, dur]
-        else:
-            agg[0] += 1
-            agg[1] += dur
+        if agg is None:  # [count, µs, op-table index]
+            agg = self.cpu_ops[name] = [0.0, 0.0, float(self.op_table.intern(name))]
+        agg[0] += 1
+        agg[1] += dur
+        if ext > 0:
+            self.op_table.set(ext, int(agg[2]))
 
-    def annotation(self, name: str, ts: float, dur: float, gpu: bool) -> None:
+    def annotation(
+        self, name: str, ts: float, dur: float, gpu: bool, ext: int = 0, tid: int = 0
+    ) -> None:
         """A user/NVTX range; ``gpu`` for its projection on the GPU timeline."""
         ts = self._rel(ts)
+        if ext > 0 and not gpu:
+            self.op_table.set(ext, self.op_table.intern(name))
         if phases.is_step(name):
             (self._gpu_steps if gpu else self._cpu_steps).append((ts, ts + dur, name))
             return
         if not name.startswith("vllmdiag:") and len(self._user_ranges) < MAX_RANGES:
-            self._user_ranges.append((ts, ts + dur, name, gpu))
+            self._user_ranges.append((ts, ts + dur, name, gpu, tid))
         if gpu:
             return
         if name == phases.MEASURED:
@@ -169,48 +187,76 @@ class Timeline:
             agg[0] += 1
             agg[1] += dur
 
+    def _op_of(
+        self, link: int, graph: bool, placed: dict[int, int], index: spans.RangeIndex
+    ) -> int:
+        """The op-table index naming what launched an activity with ``link``."""
+        op = -1
+        if link > 0:
+            op = self.op_table.get(link)
+        elif link < 0:
+            op = placed.get(link, -2)
+            if op == -2:
+                name = index.innermost(*self.join.placed(link))
+                op = placed[link] = self.op_table.intern(name) if name else -1
+        if op < 0:
+            op = self.op_table.intern(ops.GRAPH if graph else ops.NO_OP)
+        return op
+
     def finish(self) -> TraceSummary:
-        counts = [0] * len(self._name_list)
-        totals = [0.0] * len(self._name_list)
-        graphs = [0] * len(self._name_list)
+        n_names = len(self._name_list)
+        counts, totals, graphs = [0] * n_names, [0.0] * n_names, [0] * n_names
+        by_op: dict[tuple[int, int], list[float]] = {}
+        graph_corr = self.join.graphs
+        placed: dict[int, int] = {}
+        index = spans.RangeIndex(self._user_ranges)
         busy = window = 0.0
-        gpu_min, gpu_max = float("inf"), float("-inf")
         for dev_id, d in self._devices.items():
             for i in range(len(d.start)):
                 n = d.name[i]
+                dur = d.end[i] - d.start[i]
                 counts[n] += 1
-                totals[n] += d.end[i] - d.start[i]
-                if d.corr[i] in self._graph_corr or (dev_id, i) in self._graph_flag:
-                    graphs[n] += 1
-            b, lo, hi = _union(d.start, d.end)
+                totals[n] += dur
+                is_graph = d.corr[i] in graph_corr or (dev_id, i) in self._graph_flag
+                graphs[n] += is_graph
+                key = (n, self._op_of(d.link[i], is_graph, placed, index))
+                agg = by_op.get(key)
+                if agg is None:
+                    by_op[key] = [1.0, dur]
+                else:
+                    agg[0] += 1
+                    agg[1] += dur
+            b, lo, hi = spans.union(d.start, d.end)
             busy += b
-            lo_w, hi_w = lo, hi
             for m0, m1 in self._measured:  # the launcher's window is the wall clock's
-                lo_w, hi_w = min(lo_w, m0), max(hi_w, m1)
-            window += hi_w - lo_w
-            gpu_min, gpu_max = min(gpu_min, lo), max(gpu_max, hi)
+                lo, hi = min(lo, m0), max(hi, m1)
+            window += hi - lo
+        per_name: dict[int, list[tuple[str, int, float]]] = {}
+        for (n, op), (c, us) in by_op.items():
+            per_name.setdefault(n, []).append((self.op_table.names[op], int(c), us))
+        del by_op
         kernels: dict[str, KernelStat] = {}
         kernel_count = memop_count = graph_count = 0
-        gpu_time = 0.0
         for n, (name, cat) in enumerate(self._name_list):
-            fam = families.family(name, cat)
             if cat == "kernel":
                 kernel_count += counts[n]
             else:
                 memop_count += counts[n]
             graph_count += graphs[n]
-            gpu_time += totals[n]
-            key = name if cat == "kernel" else f"{name} [{cat}]"
-            kernels[key] = KernelStat(name, fam, cat, counts[n], totals[n], graphs[n])
-        steps, step_families = self._steps()
-        range_gpu = {} if steps else self._range_phases()
+            label = name if cat == "kernel" else f"{name} [{cat}]"
+            op_rows = tuple(sorted(per_name.get(n, []), key=lambda r: (-r[2], r[0])))
+            kernels[label] = KernelStat(
+                name, families.family(name, cat), cat, counts[n], totals[n], graphs[n], op_rows
+            )
+        devs = list(self._devices.values())
+        steps, step_families = spans.steps(devs, self._gpu_steps, self._cpu_steps)
         return TraceSummary(
             source=self.source,
             kernels=kernels,
             kernel_count=kernel_count,
             memop_count=memop_count,
             graph_kernel_count=graph_count,
-            gpu_time_us=gpu_time,
+            gpu_time_us=sum(totals),
             gpu_busy_us=busy,
             window_us=window,
             devices=len(self._devices),
@@ -220,103 +266,8 @@ class Timeline:
             steps=steps,
             step_families=step_families,
             measured_us=sum(m1 - m0 for m0, m1 in self._measured) or None,
-            range_gpu=range_gpu,
+            range_gpu={} if steps else spans.range_phases(devs, self._user_ranges),
+            skipped=dict(self.skipped),
+            step_span_us=spans.cpu_span(self._cpu_steps) if self._devices else None,
+            peak_open_launches=self.join.peak_open,
         )
-
-    def _range_phases(self) -> dict[str, tuple[int, float, int]]:
-        """GPU time inside each user/NVTX range name, for traces without step names.
-
-        GPU projections of the ranges are used where the trace has them; otherwise an
-        activity belongs to a CPU range it starts inside (approximate: the GPU lags).
-        Nested ranges each count the activities inside them.
-        """
-        have_gpu = any(g for _, _, _, g in self._user_ranges)
-        by_name: dict[str, list[tuple[float, float]]] = {}
-        for s, e, n, g in self._user_ranges:
-            if g == have_gpu:
-                by_name.setdefault(n, []).append((s, e))
-        top = sorted(by_name, key=lambda n: -len(by_name[n]))[:MAX_RANGE_NAMES]
-        from bisect import bisect_right
-
-        out: dict[str, tuple[int, float, int]] = {}
-        for name in top:
-            spans = sorted(by_name[name])
-            starts = [x[0] for x in spans]
-            ends = [x[1] for x in spans]
-            us, nk = 0.0, 0
-            for d in self._devices.values():
-                for i in range(len(d.start)):
-                    t = d.start[i]
-                    j = bisect_right(starts, t) - 1
-                    if j >= 0 and t < ends[j]:
-                        us += d.end[i] - t
-                        nk += 1
-            out[name] = (len(spans), us, nk)
-        return out
-
-    def _steps(self) -> tuple[tuple[StepStat, ...], dict[str, dict[str, float]]]:
-        """Steps of the most specific spelling present, with the GPU time each holds.
-
-        On the GPU timeline (``gpu_user_annotation``) a step owns the activities that
-        start inside it; with only CPU ranges, a step owns what starts between its start
-        and the next step's start (the GPU runs behind the CPU).
-        """
-        gpu = bool(self._gpu_steps)
-        raw = self._gpu_steps if gpu else self._cpu_steps
-        if not raw:
-            return (), {}
-        parsed = [(s, e, n, phases.parse_step(n)) for s, e, n in raw]
-        best = min(_STEP_PRIORITY[p.spelling] for _, _, _, p in parsed if p)
-        chosen = sorted(
-            (s, e, n, p) for s, e, n, p in parsed if p and _STEP_PRIORITY[p.spelling] == best
-        )
-        starts = [c[0] for c in chosen]
-        bounds = [c[1] for c in chosen] if gpu else [*starts[1:], float("inf")]
-        gpu_us = [0.0] * len(chosen)
-        nk = [0] * len(chosen)
-        fam_us: dict[str, dict[str, float]] = {}
-        kinds = [c[3].kind for c in chosen]
-        from bisect import bisect_right
-
-        for d in self._devices.values():
-            for i in range(len(d.start)):
-                t = d.start[i]
-                j = bisect_right(starts, t) - 1
-                if j < 0 or t >= bounds[j]:
-                    continue
-                dur = d.end[i] - t
-                gpu_us[j] += dur
-                nk[j] += 1
-                per = fam_us.setdefault(kinds[j], {})
-                fam = families.FAMILIES[d.fam[i]]
-                per[fam] = per.get(fam, 0.0) + dur
-        steps = tuple(
-            StepStat(n, p.kind, s, e - s, gpu_us[j], nk[j], p.output_tokens)
-            for j, (s, e, n, p) in enumerate(chosen)
-        )
-        return steps, fam_us
-
-
-def _union(start: array[float], end: array[float]) -> tuple[float, float, float]:
-    """(covered length, first start, last end) of a set of intervals."""
-    n = len(start)
-    if n == 0:
-        return 0.0, 0.0, 0.0
-    ordered = all(start[i] <= start[i + 1] for i in range(n - 1))
-    order: range | list[int] = range(n) if ordered else sorted(range(n), key=start.__getitem__)
-    total = 0.0
-    cur_s = cur_e = None
-    last = float("-inf")
-    for i in order:
-        s, e = start[i], end[i]
-        last = max(last, e)
-        if cur_e is None or s > cur_e:
-            if cur_e is not None and cur_s is not None:
-                total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        elif e > cur_e:
-            cur_e = e
-    if cur_e is not None and cur_s is not None:
-        total += cur_e - cur_s
-    first = start[order[0]]
-    return total, first, last

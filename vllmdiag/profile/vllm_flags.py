@@ -1,59 +1,112 @@
-"""How to switch on vLLM's own torch profiler, read from the leg's ``--help``.
+"""How to switch on vLLM's own torch profiler, read from the leg's own CLI.
 
-Two spellings exist. Newer vLLM takes ``--profiler-config`` (a JSON object with
-``profiler``, ``torch_profiler_dir``, ``torch_profiler_with_stack``, and in some
-versions ``delay_iterations`` / ``max_iterations`` to place the captured window); the
-``VLLM_TORCH_PROFILER_*`` variables were removed then. Older vLLM reads
-``VLLM_TORCH_PROFILER_DIR`` from the environment. Either way the benchmark's own
-``--profile`` starts and stops the profiler around the measured run, so both legs
-capture the same window. The leg's help text decides, never a version table.
+vLLM 0.18, 0.26 and 0.29 (their wheels' source, pinned by ``tests/test_vllm_contract.py``)
+all take ``--profile`` on ``vllm bench throughput`` / ``latency`` and a
+``--profiler-config`` JSON (``ProfilerConfig``: ``profiler``, ``torch_profiler_dir``,
+``torch_profiler_with_stack``, ``delay_iterations``, ``max_iterations``,
+``ignore_frontend``, ...); the ``VLLM_TORCH_PROFILER_*`` variables are gone. Older vLLM
+read ``VLLM_TORCH_PROFILER_DIR`` from the environment. Their ``--help`` prints grouped
+summaries only; ``--help=all`` lists every flag, so the leg is asked with ``--help=all``
+first and plain ``--help`` where that is not understood. The help text decides the
+spelling, never a version table; which ``ProfilerConfig`` fields exist comes from the
+leg's own class (the help does not list them), so both legs skip and capture the same
+iterations wherever they can.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from vllmdiag.errors import VllmdiagError
 
 #: Iterations skipped before, and captured after, the profiler starts: the same on both
-#: legs wherever the leg's ProfilerConfig has the fields.
+#: sides wherever the leg's ProfilerConfig has the fields.
 DELAY_ITERATIONS = 4
-MAX_ITERATIONS = 16
+MAX_ITERATIONS = 12
+HELP_FLAGS = ("--help=all", "--help")
+#: Read by the leg's python: its ProfilerConfig's fields, as JSON (no GPU needed).
+FIELDS_PROBE = (
+    "import dataclasses, json\n"
+    "from vllm.config.profiler import ProfilerConfig\n"
+    "print(json.dumps([f.name for f in dataclasses.fields(ProfilerConfig)]))\n"
+)
+
+_FLAG = re.compile(r"(?<![\w-])(--profiler-config|--profile)(?![\w-])")
 
 
-def profiler_switch(help_text: str, out_dir: Path) -> tuple[list[str], dict[str, str], str]:
-    """(extra argv, extra environment, what was chosen and why) for one leg."""
+def flags_in(help_text: str) -> set[str]:
+    """The profiler flags a help text lists (``--profile`` not mistaken for a prefix of
+    ``--profiler-config`` or ``--profile-dir``)."""
+    return set(_FLAG.findall(help_text))
+
+
+def fields_from(output: str) -> tuple[str, ...] | None:
+    """ProfilerConfig's field names from :data:`FIELDS_PROBE`'s output, None if unread."""
+    for line in reversed(output.strip().splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, list) and all(isinstance(x, str) for x in data):
+            return tuple(data)
+    return None
+
+
+def profiler_switch(
+    help_text: str,
+    out_dir: Path,
+    fields: Sequence[str] | None = None,
+    asked: str = "the leg's vLLM command --help",
+) -> tuple[list[str], dict[str, str], str]:
+    """(extra argv, extra environment, what was chosen and why) for one leg.
+
+    ``fields``: the leg's ProfilerConfig fields (None: unknown, the window fields are
+    used only where the help text names them); ``asked``: the command(s) that printed
+    ``help_text``, for the error when neither spelling is there.
+    """
+    found = flags_in(help_text)
     argv: list[str] = []
     env: dict[str, str] = {}
-    has_profile = "--profile " in help_text or "--profile\n" in help_text
-    if "--profiler-config" in help_text:
-        config: dict[str, object] = {
-            "profiler": "torch",
-            "torch_profiler_dir": str(out_dir),
-            "torch_profiler_with_stack": False,
-        }
+    if "--profiler-config" in found:
+        known = set(fields) if fields is not None else None
+
+        def has(name: str) -> bool:
+            return name in known if known is not None else name in help_text
+
+        config: dict[str, object] = {"profiler": "torch", "torch_profiler_dir": str(out_dir)}
+        if has("torch_profiler_with_stack"):
+            config["torch_profiler_with_stack"] = False
         window = []
-        for field, value in (
-            ("delay_iterations", DELAY_ITERATIONS),
-            ("max_iterations", MAX_ITERATIONS),
-        ):
-            if field in help_text:
-                config[field] = value
-                window.append(f"{field}={value}")
+        for name, value in (("delay_iterations", DELAY_ITERATIONS),
+                            ("max_iterations", MAX_ITERATIONS)):  # fmt: skip
+            if has(name):
+                config[name] = value
+                window.append(f"{name}={value}")
+        if window and has("ignore_frontend"):
+            config["ignore_frontend"] = True  # the front end's profiler ignores the window
         argv += ["--profiler-config", json.dumps(config)]
-        why = "leg's --help lists --profiler-config: " + (
-            ", ".join(window) if window else "window = the benchmark's --profile run"
+        source = "its ProfilerConfig" if known is not None else "its help text"
+        why = f"{asked} lists --profiler-config; " + (
+            f"window from {source}: {', '.join(window)}"
+            if window
+            else f"{source} has no delay/max iterations: the window is the benchmark's "
+            "whole --profile run"
         )
-    elif has_profile:
+    elif "--profile" in found:
         env["VLLM_TORCH_PROFILER_DIR"] = str(out_dir)
         env["VLLM_TORCH_PROFILER_WITH_STACK"] = "0"
-        why = "leg's --help has --profile but no --profiler-config: VLLM_TORCH_PROFILER_DIR"
+        why = f"{asked} lists --profile but no --profiler-config: VLLM_TORCH_PROFILER_DIR"
     else:
+        printed = " ".join(help_text.split())
+        printed = printed[-500:] if printed else "nothing"
         raise VllmdiagError(
-            "this leg's vLLM command shows neither --profiler-config nor --profile",
-            hint="use 'vllm bench throughput' or 'vllm bench latency', or capture with nsys",
+            f"neither --profiler-config nor --profile is listed by {asked}; it printed: {printed}",
+            hint="profile 'vllm bench throughput' or 'vllm bench latency', or capture "
+            "with nsys (-c nsys)",
         )
-    if has_profile:
+    if "--profile" in found:
         argv.append("--profile")
     return argv, env, why
