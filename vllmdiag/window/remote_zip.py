@@ -48,6 +48,8 @@ def members(url: str) -> tuple[Member, ...]:
     if at < 0:
         raise VllmdiagError(f"{url}: no zip end record (zip64 or not a zip)")
     count, cd_size, cd_offset = struct.unpack("<HII", tail[at + 10 : at + 20])
+    if count == 0xFFFF or cd_offset == 0xFFFFFFFF or cd_size == 0xFFFFFFFF:
+        raise VllmdiagError(f"{url}: a zip64 archive (not read here)")
     start_in_tail = cd_offset - (total - len(tail))
     if start_in_tail >= 0:
         cd = tail[start_in_tail : start_in_tail + cd_size]

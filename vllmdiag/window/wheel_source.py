@@ -14,7 +14,9 @@ by a submodule of the attribute's name, or when the index cannot be read.
 from __future__ import annotations
 
 import re
+import struct
 import threading
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -133,8 +135,11 @@ def read_version(
     try:
         held = _gather(top, module, python, extras)
         return _decide(held, module, attr)
-    except VllmdiagError as exc:
+    except VllmdiagError as exc:  # the index: worth another try later
         return StaticAnswer(None, f"could not read the wheels: {exc.message}", final=False)
+    except (zlib.error, struct.error, UnicodeError, ValueError, LookupError) as exc:
+        # A wheel this reader cannot take apart: the import decides instead.
+        return StaticAnswer(None, f"could not read {top.filename}: {exc.__class__.__name__}")
 
 
 def _gather(top: IndexFile, module: str, python: str, extras: frozenset[str]) -> Held:
