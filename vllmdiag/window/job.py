@@ -10,11 +10,13 @@ those the static read cannot decide.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from vllmdiag.envs.spec import default_python
@@ -26,9 +28,10 @@ from vllmdiag.window.model import ProbeResult, Status
 from vllmdiag.window.probe import Prober, ProbeSpec, check_python
 from vllmdiag.window.report import VersionRow, WindowEvent, WindowReport
 from vllmdiag.window.search import Row, SearchResult, search
-from vllmdiag.window.store import ProbeKey, ProbeStore
+from vllmdiag.window.static_answers import EarlyImports, probe_key, static_answers
+from vllmdiag.window.store import ProbeStore
 from vllmdiag.window.versions import candidates, parse_date, parse_specifier, window_specifier
-from vllmdiag.window.wheel_source import StaticAnswer, read_versions
+from vllmdiag.window.wheel_source import StaticAnswer
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,17 @@ class WindowRequest:
 Observer = Callable[[WindowEvent], None]
 
 
-def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowReport:
-    start = time.monotonic()
-    notify = observer or (lambda _e: None)
-    # 1. What the user typed: no network, no env.
+@dataclass(frozen=True)
+class _Asked:
+    package: Requirement
+    spec: SpecifierSet
+    when: datetime | None
+    consumers: tuple[Requirement, ...]
+    python: str
+
+
+def _check_arguments(req: WindowRequest) -> _Asked:
+    """Every argument, without touching the network or an env."""
     pkg = args.package(req.package)
     args.symbol(req.symbol)
     if req.versions is not None and pkg.specifier:
@@ -64,18 +74,27 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
         )
     spec = parse_specifier(req.versions if req.versions is not None else str(pkg.specifier))
     when = parse_date(req.exclude_newer) if req.exclude_newer else None
-    wanted = [args.consumer(text) for text in req.consumers]
-    python_arg = args.python_request(req.python or default_python())
+    consumers = tuple(args.consumer(text) for text in req.consumers)
+    python = args.python_request(req.python or default_python())
     args.at_least(req.jobs, 1, "--jobs")
     args.at_least(req.samples, 0, "samples")
+    return _Asked(pkg, spec, when, consumers, python)
+
+
+def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowReport:
+    start = time.monotonic()
+    notify = observer or (lambda _e: None)
+    # 1. What the user typed: no network, no env.
+    asked = _check_arguments(req)
+    pkg, spec, when = asked.package, asked.spec, asked.when
     # 2. The index and the interpreter: a missing package, release or Python fails here.
     index_url = index.configured_index()
     idx = None if index_url == index.DEFAULT_INDEX else index_url
     proj = index.project(pkg.name, index_url, where="PKG")
-    python, interpreter = check_python(python_arg)
+    python, interpreter = check_python(asked.python)
     targets = [
         cc.prepare(text, creq, pkg.name, python, idx, req.exclude_newer)
-        for text, creq in zip(req.consumers, wanted, strict=True)
+        for text, creq in zip(req.consumers, asked.consumers, strict=True)
     ]
     versions = [
         c.version
@@ -114,8 +133,18 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
         if req.static and not req.scan:
             notify(WindowEvent("static", detail=f"reading the sources of {len(versions)} wheels"))
             t0 = time.monotonic()
-            early = _EarlyImports(versions, prober, req, store, probe_spec)
-            statics = list(_static(req, probe_spec, proj.files, versions, store, early.answer))
+            early = EarlyImports(versions, prober, store, probe_spec, use_store=not req.no_cache)
+            statics = list(
+                static_answers(
+                    probe_spec,
+                    proj.files,
+                    versions,
+                    store,
+                    early.answer,
+                    extras=frozenset(pkg.extras),
+                    use_store=not req.no_cache,
+                )
+            )
             static_s = time.monotonic() - t0
         oracle = _oracle(req, probe_spec, versions, store, results, stored, prober, notify)
         hints = [a.has if a else None for a in statics] if static_s is not None else None
@@ -159,86 +188,6 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
     )
 
 
-def _key(spec: ProbeSpec, version: str, method: str) -> ProbeKey:
-    return ProbeKey(
-        package=spec.requirement,
-        version=version,
-        python=spec.python,
-        symbol=spec.symbol,
-        exclude_newer=spec.exclude_newer if method == "import" else None,
-        index_url=redact_url(spec.index_url) if spec.index_url else None,
-        method=method,
-    )
-
-
-def _static(
-    req: WindowRequest,
-    spec: ProbeSpec,
-    files: Sequence[index.IndexFile],
-    versions: Sequence[Version],
-    store: ProbeStore,
-    on_answer: Callable[[int, StaticAnswer], None],
-) -> list[StaticAnswer]:
-    """A static answer per version: stored ones first, the rest read from the wheels."""
-    keys = [_key(spec, str(v), "static") for v in versions]
-    known = [None if req.no_cache else store.get_static(k) for k in keys]
-    for i, answer in enumerate(known):
-        if answer is not None:
-            on_answer(i, answer)
-    todo = [i for i, a in enumerate(known) if a is None]
-    extras = frozenset(args.package(req.package).extras)
-    fresh = read_versions(
-        files,
-        [versions[i] for i in todo],
-        spec.symbol,
-        spec.python,
-        extras=extras,
-        on_answer=lambda j, answer: on_answer(todo[j], answer),
-    )
-    out: list[StaticAnswer] = []
-    by_pos = dict(zip(todo, fresh, strict=True))
-    for i, key in enumerate(keys):
-        answer = known[i] or by_pos[i]
-        if i in by_pos and answer.final:
-            store.put_static(key, answer)
-        out.append(answer)
-    return out
-
-
-class _EarlyImports:
-    """Starts the imports of both sides of a change the static answers show, as soon as
-    both are in (unless stored results answer them)."""
-
-    def __init__(
-        self,
-        versions: Sequence[Version],
-        prober: Prober,
-        req: WindowRequest,
-        store: ProbeStore,
-        spec: ProbeSpec,
-    ) -> None:
-        self.versions = versions
-        self.prober = prober
-        self.use_store = not req.no_cache
-        self.store = store
-        self.spec = spec
-        self.has: dict[int, bool] = {}
-        self.lock = threading.Lock()
-
-    def answer(self, i: int, answer: StaticAnswer) -> None:
-        if answer.has is None:
-            return
-        with self.lock:
-            self.has[i] = answer.has
-            pairs = [(a, b) for a, b in ((i - 1, i), (i, i + 1)) if a in self.has and b in self.has]
-        for a, b in pairs:
-            if self.has[a] != self.has[b]:
-                for pos in (a, b):
-                    v = str(self.versions[pos])
-                    if not (self.use_store and self.store.get(_key(self.spec, v, "import"))):
-                        self.prober.start(v)
-
-
 def _oracle(
     req: WindowRequest,
     spec: ProbeSpec,
@@ -252,7 +201,7 @@ def _oracle(
     def oracle(positions: Sequence[int]) -> Mapping[int, Status]:
         todo = []
         for v in (str(versions[i]) for i in positions):
-            hit = None if req.no_cache else store.get(_key(spec, v, "import"))
+            hit = None if req.no_cache else store.get(probe_key(spec, v, "import"))
             if hit is not None:
                 results[v] = hit
                 stored.add(v)
@@ -261,7 +210,7 @@ def _oracle(
                 todo.append(v)
         for v, r in prober.results(todo).items():
             if r.status is not Status.INSTALL_FAILED:  # maybe the network's fault: retry
-                store.put(_key(spec, v, "import"), r)
+                store.put(probe_key(spec, v, "import"), r)
             results[v] = r
         return {i: results[str(versions[i])].status for i in positions}
 

@@ -122,7 +122,8 @@ def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
                     time.monotonic() - start,
                 )
         done = proc.run(
-            [str(python), "-I", str(probes.script("symbol")), spec.symbol],
+            # -B: the env is thrown away, writing its bytecode would only cost time.
+            [str(python), "-I", "-B", str(probes.script("symbol")), spec.symbol],
             env=proc.clean_environ(),
             cwd=env_dir,
             capture=True,
