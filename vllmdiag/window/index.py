@@ -104,6 +104,7 @@ def _project(name: str, index: str, where: str | None) -> Project:
     except ValueError:
         raise VllmdiagError(
             f"the index at {redact_url(index)} did not answer in the JSON simple API (PEP 691)",
+            where=index_source(),
             hint="use an index that serves application/vnd.pypi.simple.v1+json",
         ) from None
     files = tuple(_file(raw, page) for raw in data.get("files", []))
