@@ -62,6 +62,8 @@ UNDECIDED = [
     "class ThrMma: ...\ndel ThrMma\n",
     "class ThrMma: ...\ndelattr(mod, 'ThrMma')\n",
     "sys.modules[__name__] = Proxy()\n",
+    "class ThrMma: ...\nsys.modules[__name__] = Proxy()\n",
+    "class ThrMma: ...\nsys.modules[__name__].__class__ = Lazy\n",
     "(ThrMma := 1) if x else 0\n",
     "def broken(:\n    ThrMma = 1\n",  # does not parse: the import would fail
 ]

@@ -17,12 +17,12 @@ a real import on both sides.
 from __future__ import annotations
 
 import ast
-import bisect
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+from vllmdiag.window.ast_lines import SCOPES, lines_matching, near_lines
+
 _DYNAMIC_CALLS = {"globals", "vars", "exec", "eval"}
 _NON_SUPPRESSING = {"catch_warnings"}
 # Text that a dynamic binding cannot do without (a superset: a match only means "look").
@@ -41,8 +41,8 @@ def module_binds(source: str, attr: str, *, filename: str = "<module>") -> Readi
     # Only code on lines that name ``attr`` or a dynamic construct can matter: with none,
     # nothing binds it (no parse needed); else the walks below skip every subtree without
     # such a line (a 200 kB module costs its parse, ~50 ms, not 150).
-    named = _lines(source, rf"\b{re.escape(attr)}\b")
-    lines = sorted(set(named) | set(_lines(source, _DYNAMIC_TEXT)))
+    named = lines_matching(source, rf"\b{re.escape(attr)}\b")
+    lines = sorted(set(named) | set(lines_matching(source, _DYNAMIC_TEXT)))
     if not lines:
         return Reading(False, f"nothing in {filename} binds {attr}")
     try:
@@ -52,6 +52,11 @@ def module_binds(source: str, attr: str, *, filename: str = "<module>") -> Readi
     deleted = _deleted(tree, attr, named)
     if deleted is not None:
         return Reading(None, f"{filename}:{deleted} deletes {attr}")
+    swapped = next(
+        (n for n in near_lines(tree.body, lines, scopes=True) if _reaches_itself(n)), None
+    )
+    if swapped is not None:  # what the import returns may not be this module's namespace
+        return Reading(None, f"{filename}:{getattr(swapped, 'lineno', 0)} uses sys.modules")
     sure = _surely(tree.body, attr)
     if sure is not None:
         return Reading(True, f"{_kind(sure, attr)} {attr} at {filename}:{sure.lineno}")
@@ -64,53 +69,17 @@ def module_binds(source: str, attr: str, *, filename: str = "<module>") -> Readi
     return Reading(False, f"nothing in {filename} binds {attr}")
 
 
-def _lines(source: str, pattern: str) -> list[int]:
-    """1-based numbers of the lines a match of ``pattern`` starts on."""
-    out: list[int] = []
-    line, pos = 1, 0
-    for m in re.finditer(pattern, source):
-        line += source.count("\n", pos, m.start())
-        pos = m.start()
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
-
-
-def _near(nodes: Sequence[ast.AST], lines: Sequence[int], *, scopes: bool) -> Iterator[ast.AST]:
-    """Nodes whose line span holds one of ``lines`` (sorted), or that have no span;
-    ``scopes``: descend into nested function and class bodies too."""
-    stack = list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        first = getattr(node, "lineno", None)
-        if first is not None:
-            last = getattr(node, "end_lineno", None) or first
-            at = bisect.bisect_left(lines, first)
-            if at == len(lines) or lines[at] > last:
-                continue
-        yield node
-        if not scopes and isinstance(node, _SCOPES):
-            kids: list[ast.AST] = list(getattr(node, "decorator_list", []))
-            if isinstance(node, ast.ClassDef):
-                kids += [*node.bases, *(k.value for k in node.keywords)]
-            elif not isinstance(node, ast.Lambda):
-                kids.append(node.args)
-            stack.extend(reversed(kids))
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
 def parent_touches(source: str, attr: str, *, filename: str = "<parent>") -> str | None:
     """Why a parent package's ``__init__`` may set or delete ``attr`` on the module (or
     swap the module), else None."""
-    lines = _lines(source, rf"\b(?:{re.escape(attr)}|modules)\b")
+    lines = lines_matching(source, rf"\b(?:{re.escape(attr)}|modules)\b")
     if not lines:
         return None  # neither the name nor sys.modules: nothing to look at
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return f"{filename} does not parse here"
-    for node in _near(tree.body, lines, scopes=True):
+    for node in near_lines(tree.body, lines, scopes=True):
         if (
             isinstance(node, ast.Attribute)
             and node.attr == attr
@@ -195,7 +164,7 @@ def _target_names(target: ast.expr) -> set[str]:
 
 def _stores(body: Sequence[ast.stmt], attr: str, lines: Sequence[int]) -> Iterator[int]:
     """Lines where module-scope code may bind ``attr`` (on any path)."""
-    nodes = list(_near(body, lines, scopes=False))
+    nodes = list(near_lines(body, lines, scopes=False))
     bare = {  # ``X: T`` without a value binds nothing
         id(n.target) for n in nodes if isinstance(n, ast.AnnAssign) and n.value is None
     }
@@ -204,7 +173,7 @@ def _stores(body: Sequence[ast.stmt], attr: str, lines: Sequence[int]) -> Iterat
             continue
         if (
             (isinstance(node, ast.Name) and node.id == attr and isinstance(node.ctx, ast.Store))
-            or (isinstance(node, _SCOPES[:3]) and node.name == attr)
+            or (isinstance(node, SCOPES[:3]) and node.name == attr)
             or (isinstance(node, (ast.Import, ast.ImportFrom)) and _binds_directly(node, attr))
             or (isinstance(node, ast.ExceptHandler) and node.name == attr)
             or (isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == attr)
@@ -214,10 +183,10 @@ def _stores(body: Sequence[ast.stmt], attr: str, lines: Sequence[int]) -> Iterat
 
 
 def _deleted(tree: ast.Module, attr: str, lines: Sequence[int]) -> int | None:
-    for node in _near(tree.body, lines, scopes=False):
+    for node in near_lines(tree.body, lines, scopes=False):
         if isinstance(node, ast.Name) and node.id == attr and isinstance(node.ctx, ast.Del):
             return node.lineno
-    for node in _near(tree.body, lines, scopes=True):
+    for node in near_lines(tree.body, lines, scopes=True):
         if _named_setattr(node, attr, only=("delattr",)):
             return getattr(node, "lineno", 0)
     return None
@@ -225,14 +194,14 @@ def _deleted(tree: ast.Module, attr: str, lines: Sequence[int]) -> int | None:
 
 def _dynamic(tree: ast.Module, attr: str, lines: Sequence[int]) -> str | None:
     """Why the module may bind ``attr`` in a way no static read can follow, else None."""
-    for node in _near(tree.body, lines, scopes=False):
+    for node in near_lines(tree.body, lines, scopes=False):
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             return f"{node.lineno} star-imports from {'.' * node.level}{node.module or ''}"
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__":
             return f"{node.lineno} defines a module __getattr__"
         if isinstance(node, ast.Name) and node.id == "__getattr__" and _stored(node):
             return f"{node.lineno} binds a module __getattr__"
-    nodes = list(_near(tree.body, lines, scopes=True))
+    nodes = list(near_lines(tree.body, lines, scopes=True))
     notes = _annotation_strings(nodes)
     for node in nodes:
         line = getattr(node, "lineno", 0)
@@ -245,8 +214,6 @@ def _dynamic(tree: ast.Module, attr: str, lines: Sequence[int]) -> str | None:
             return f"{line} calls setattr/delattr on {attr!r}"
         if isinstance(node, ast.Constant) and node.value == attr and id(node) not in notes:
             return f"{line} names {attr!r} in a string"
-        if _sys_modules_store(node) or _own_module_lookup(node):
-            return f"{line} reaches the module through sys.modules"
     return None
 
 
@@ -293,6 +260,10 @@ def _sys_modules_store(node: ast.AST) -> bool:
         and isinstance(node.ctx, (ast.Store, ast.Del))
         and _is_sys_modules(node.value)
     )
+
+
+def _reaches_itself(node: ast.AST) -> bool:
+    return _sys_modules_store(node) or _own_module_lookup(node)
 
 
 def _own_module_lookup(node: ast.AST) -> bool:
