@@ -14,9 +14,9 @@ from packaging.version import Version
 from vllmdiag.config import load_arm_library
 from vllmdiag.engine.workloads import BUILTIN_METRICS, template
 from vllmdiag.model.recipe import Builtin, WorkloadConfig
-from vllmdiag.window.hint import pick_wheel
 from vllmdiag.window.index import project
 from vllmdiag.window.remote_zip import members, read_member
+from vllmdiag.window.wheel_source import pick_wheel
 
 pytestmark = pytest.mark.network
 

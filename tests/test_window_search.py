@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -137,28 +138,102 @@ def test_first_round_is_one_parallel_batch() -> None:
     assert len(oracle.batches[0]) == 5  # the ends and three interior samples together
 
 
-def test_correct_hints_replace_the_samples() -> None:
+def test_correct_static_answers_leave_only_the_change_to_import() -> None:
     truth = [P] * 14 + [A] * 9
-    hints: list[bool | None] = [s is P for s in truth]
+    static: list[bool | None] = [s is P for s in truth]
     oracle = Oracle(truth)
-    res = search(len(truth), oracle, hints=hints)
+    res = search(len(truth), oracle, static=static)
     assert [r.status for r in res.rows] == truth
-    assert sorted(oracle.asked) == [0, 13, 14, 22]  # the ends and both sides of the change
+    assert oracle.batches == [[13, 14]]  # both sides of the change, at once
+    assert [r.index for r in res.rows if r.probed] == [13, 14]
+    assert all(r.static for r in res.rows if not r.probed)
+    (b,) = res.boundaries
+    assert (b.before, b.after, b.verified) == (13, 14, True)
+    assert res.static_overruled == ()
 
 
-def test_wrong_hints_cost_probes_not_correctness() -> None:
+def test_a_wrong_static_answer_is_overruled_never_kept() -> None:
     truth = [P] * 14 + [A] * 9
-    hints: list[bool | None] = [True] * 5 + [False] * 18  # predicts the change at 5
+    static: list[bool | None] = [True] * 5 + [False] * 18  # predicts the change at 5
     oracle = Oracle(truth)
-    res = search(len(truth), oracle, hints=hints)
+    res = search(len(truth), oracle, static=static)
     assert [r.status for r in res.rows] == truth
     assert {13, 14} <= set(oracle.asked)
+    assert res.static_overruled  # the import at 4 or 5 contradicted it
+    assert not any(r.static for r in res.rows)  # every static answer set aside
+    assert all(b.verified for b in res.boundaries)
 
 
-def test_sparse_hints_fall_back_to_samples() -> None:
-    truth = [A] * 8 + [P] * 6 + [A] * 8
-    hints: list[bool | None] = [None] * 22
-    hints[0] = False
+def test_undecided_static_answers_are_imported_where_the_answer_depends_on_them() -> None:
+    truth = [P] * 10 + [A] * 10
+    static: list[bool | None] = [s is P for s in truth]
+    for i in (8, 9, 10, 11):  # the change lies among versions the read could not decide
+        static[i] = None
     oracle = Oracle(truth)
-    res = search(len(truth), oracle, hints=hints)
+    res = search(len(truth), oracle, static=static)
     assert [r.status for r in res.rows] == truth
+    assert {9, 10} <= set(oracle.asked)
+    assert set(oracle.asked) <= {8, 9, 10, 11}  # nothing the static read decided
+    (b,) = res.boundaries
+    assert (b.before, b.after, b.verified) == (9, 10, True)
+
+
+def test_static_answers_with_no_change_still_import_the_newest() -> None:
+    truth = [A] * 9
+    oracle = Oracle(truth)
+    res = search(len(truth), oracle, static=[False] * 9)
+    assert oracle.asked == [8]
+    assert res.windows == () and [r.status for r in res.rows] == truth
+
+
+def test_an_install_failure_at_a_static_change_moves_the_check_outward() -> None:
+    truth = [P] * 6 + [X] + [A] * 6
+    static: list[bool | None] = [True] * 6 + [False] * 7  # the read says 6 lacks it
+    oracle = Oracle(truth)
+    res = search(len(truth), oracle, static=static)
+    assert res.rows[6].status is X and res.rows[6].probed
+    assert {5, 6, 7} <= set(oracle.asked)
+    (b,) = res.boundaries
+    assert (b.before, b.after, b.verified) == (5, 7, False)  # cannot pin it to one release
+    assert res.static_overruled == ()  # an install failure contradicts nothing
+
+
+def test_scan_ignores_static_answers() -> None:
+    truth = [P, A, P]
+    oracle = Oracle(truth)
+    res = search(3, oracle, scan=True, static=[True, True, True])
+    assert oracle.batches == [[0, 1, 2]] and [r.status for r in res.rows] == truth
+
+
+def test_random_truths_with_partly_undecided_static_answers() -> None:
+    """Whatever the read leaves undecided, every change is found and import-checked on
+    both sides, as long as each run of equal versions has one decided version."""
+    rng = random.Random(20261201)
+    for _ in range(400):
+        n = rng.randint(1, 25)
+        a, b = sorted(rng.sample(range(n + 1), 2)) if n > 1 else (0, n)
+        inside = rng.random() < 0.5
+        truth = [P if (a <= i < b) == inside else A for i in range(n)]
+        static: list[bool | None] = [s is P if rng.random() < 0.6 else None for s in truth]
+        for start, end in _runs(truth):  # one decided version in each run
+            if all(static[i] is None for i in range(start, end)):
+                pick = rng.randrange(start, end)
+                static[pick] = truth[pick] is P
+        oracle = Oracle(truth)
+        res = search(n, oracle, static=static)
+        assert [r.status for r in res.rows] == truth, (truth, static)
+        for i in range(n - 1):
+            if truth[i] != truth[i + 1]:
+                assert {i, i + 1} <= set(oracle.asked), (truth, static, oracle.asked)
+        assert set(oracle.asked) <= {i for i, s in enumerate(static) if s is None} | {
+            j for i in range(n - 1) if truth[i] != truth[i + 1] for j in (i, i + 1)
+        } | ({n - 1} if len(set(truth)) == 1 else set())
+
+
+def _runs(truth: Sequence[Status]) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for i in range(1, len(truth) + 1):
+        if i == len(truth) or truth[i] != truth[start]:
+            out.append((start, i))
+            start = i
+    return out

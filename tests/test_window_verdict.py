@@ -177,16 +177,3 @@ def test_assess_mentions_the_resolve_as_of_a_date() -> None:
         as_of=("2026-08-01", "4.6.0"),
     )
     assert "picks 4.8.1 (as of 2026-08-01: 4.6.0, which lacks it)" in a.verdict
-
-
-def test_source_has_definitions_imports_and_unknowns() -> None:
-    from vllmdiag.window.hint import source_has
-
-    assert source_has("class LegacyVersion(_BaseVersion):\n    pass\n", "LegacyVersion")
-    assert source_has("ThrMma = _make('ThrMma')\n", "ThrMma")
-    assert source_has("from .atom import (\n    MmaAtom,\n    ThrMma,\n)\n", "ThrMma")
-    assert source_has("from .atom import MmaAtom, ThrMma as ThrMma\n", "ThrMma")
-    assert source_has("def f(thr_mma: 'ThrMma'): ...\n", "ThrMma") is False
-    assert source_has("# ThrMma moved to atom\nimport os\n", "ThrMma") is False
-    assert source_has("from .atom import *\n", "ThrMma") is None
-    assert source_has("def __getattr__(name):\n    ...\n", "ThrMma") is None

@@ -3,52 +3,120 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.window_cmd import Command, Context, NoSuchOption, UsageError
+from vllmdiag.errors import VllmdiagError
 from vllmdiag.window.bisect import Verdict
 from vllmdiag.window.bisect_journal import Step
 from vllmdiag.window.bisect_run import BisectReport, BisectRequest, run_bisect
 
 _STYLE = {Verdict.GOOD: "green", Verdict.BAD: "red", Verdict.SKIP: "yellow"}
+_AFTER_DASHES = (
+    "put the check after --, e.g. vllmdiag bisect PKG --good V --bad V -- "
+    "python -c 'import pkg.mod as m; m.Name'"
+)
+
+
+class BisectCommand(Command):
+    """The check goes after ``--``: without it, the check's own options would be read as
+    bisect's (``-c`` an unknown option, ``--json`` taken by vllmdiag)."""
+
+    hints: ClassVar[dict[str, str]] = {
+        "--good": "e.g. --good 4.5.3 (a release that checks good)",
+        "--bad": "e.g. --bad 4.8.1 (a release that checks bad)",
+        "PKG": "e.g. vllmdiag bisect nvidia-cutlass-dsl --good 4.5.3 --bad 4.8.1 -- CMD...",
+    }
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        given = list(args)  # click consumes ``args`` as it parses
+        dashes = "--" in given
+        try:
+            rest = super(Command, self).parse_args(ctx, args)
+        except UsageError as exc:
+            with user_errors():
+                if not dashes and isinstance(exc, NoSuchOption):
+                    message = exc.format_message().rstrip(".")
+                    raise VllmdiagError(
+                        f"{message[:1].lower() + message[1:]}: the check command goes after --",
+                        hint=_AFTER_DASHES,
+                    ) from None
+                raise self.usage_error(exc) from None
+        if dashes and ctx.params.get("pkg") not in given[: given.index("--")]:
+            with user_errors():
+                raise VllmdiagError(
+                    "missing argument 'PKG' before --",
+                    where="PKG",
+                    hint="name the package first, e.g. vllmdiag bisect packaging --good 21.0 "
+                    "--bad 23.0 -- CHECK...",
+                )
+        if ctx.params.get("command") and not dashes:
+            with user_errors():
+                words = " ".join(ctx.params["command"])
+                raise VllmdiagError(
+                    f"the check command ({words!r}) must follow --", hint=_AFTER_DASHES
+                )
+        return rest
 
 
 def register(app: typer.Typer) -> None:
-    app.command("bisect")(bisect)
+    app.command("bisect", cls=BisectCommand)(bisect)
 
 
 def bisect(
-    pkg: str = typer.Argument(..., help="The package, extras allowed: PKG or PKG\\[extra]."),
-    command: list[str] = typer.Argument(
-        None, help="The check, after --: exit 0 good, 125 skip, anything else bad."
+    pkg: str = typer.Argument(
+        ..., metavar="PKG", help="The package, extras allowed: PKG or PKG\\[extra]."
     ),
-    good: str = typer.Option(..., "--good", help="A version known good."),
-    bad: str = typer.Option(..., "--bad", help="A version known bad."),
-    python: str | None = typer.Option(None, "--python", help="X.Y of the env's Python."),
+    command: list[str] = typer.Argument(
+        None,
+        metavar="-- CHECK",
+        help="The check, after --: exit 0 good, 125 skip, anything else bad.",
+    ),
+    good: str = typer.Option(..., "--good", metavar="VERSION", help="A version known good."),
+    bad: str = typer.Option(..., "--bad", metavar="VERSION", help="A version known bad."),
+    python: str | None = typer.Option(
+        None, "--python", metavar="X.Y", help="The env's Python, or its path (default: this)."
+    ),
     exclude_newer: str | None = typer.Option(
-        None, "--exclude-newer", help="Resolve as of this date."
+        None, "--exclude-newer", metavar="DATE", help="Resolve as of this date."
     ),
     with_: list[str] = typer.Option(
-        [], "--with", help="Another requirement for each step's env (repeatable)."
+        [],
+        "--with",
+        metavar="REQUIREMENT",
+        help="Another requirement for each step's env (repeatable).",
     ),
-    repeat: int = typer.Option(1, "--repeat", min=1, help="Runs per version; majority wins."),
+    repeat: int = typer.Option(
+        1, "--repeat", min=1, metavar="N", help="Runs per version; majority wins."
+    ),
     metric: str | None = typer.Option(
-        None, "--metric", help="Bisect a performance regression on this metric."
+        None, "--metric", metavar="NAME", help="Bisect a performance regression on this metric."
     ),
     threshold: float | None = typer.Option(
         None,
         "--threshold",
+        metavar="RATIO",
         help="Ratio to the good version's metric: below 1, bad when the ratio falls under "
         "it (higher is better); above 1, bad when it rises over it (lower is better).",
     ),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per check run."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", metavar="SECONDS", help="Seconds per check run."
+    ),
     pre: bool = typer.Option(False, "--pre", help="Include pre-releases between the ends."),
     fresh: bool = typer.Option(False, "--fresh", help="Discard the journal of this question."),
-    recipe: str | None = typer.Option(None, "--recipe", help="A recipe whose cell is the check."),
-    cell: str | None = typer.Option(None, "--cell", help="The recipe cell to run as the check."),
+    recipe: str | None = typer.Option(
+        None, "--recipe", metavar="FILE", help="A recipe whose cell is the check."
+    ),
+    cell: str | None = typer.Option(
+        None, "--cell", metavar="ID", help="The recipe cell to run as the check."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Find the first release of PKG that breaks a check (git-bisect-run rules)."""
@@ -74,11 +142,12 @@ def bisect(
 
         def observe(version: str, step: Step | None) -> None:
             if step is None:
-                console.print(f"  [dim]{pkg}=={version}: installing and checking[/]")
+                what = f"{escape(pkg)}=={escape(version)}"
+                console.print(f"  [dim]{what}: installing and checking[/]")
             else:
                 how = "journal" if step.resumed else f"{step.elapsed_s:.1f}s"
                 console.print(
-                    f"  {version}: [{_STYLE[step.verdict]}]{step.verdict.value}[/] "
+                    f"  {escape(version)}: [{_STYLE[step.verdict]}]{step.verdict.value}[/] "
                     f"(rc {step.rc}, {how})"
                 )
 
@@ -90,26 +159,27 @@ def bisect(
 
 
 def render(console: Console, report: BisectReport) -> None:
-    table = Table(title=f"bisect {report.package}")
+    table = Table(title=Text(f"bisect {report.package}"))
     for col in ("version", "verdict", "rc", "time", "detail"):
         table.add_column(col)
     for s in report.steps:
         table.add_row(
-            s.version,
-            f"[{_STYLE[s.verdict]}]{s.verdict.value}[/]",
+            Text(s.version),
+            Text(s.verdict.value, style=_STYLE[s.verdict]),
             " ".join(str(r) for r in s.rcs) or str(s.rc),
             "journal" if s.resumed else f"{s.elapsed_s:.1f}s",
-            s.detail.splitlines()[-1][:100] if s.detail else "",
+            Text(s.detail.splitlines()[-1][:100] if s.detail else ""),
         )
     console.print(table)
     console.print(
-        f"last good: [green]{report.last_good}[/]   first bad: [red]{report.first_bad}[/]"
+        f"last good: [green]{escape(report.last_good)}[/]   "
+        f"first bad: [red]{escape(report.first_bad)}[/]"
     )
     if not report.exact:
+        between = escape(", ".join(report.skipped) or "versions")
         console.print(
-            f"[yellow]not exact:[/] {', '.join(report.skipped) or 'versions'} between them "
-            "could not be checked (skipped)"
+            f"[yellow]not exact:[/] {between} between them could not be checked (skipped)"
         )
     console.print(
-        f"[dim]{len(report.steps)} steps, {report.elapsed_s:.1f}s, journal {report.journal}[/]"
+        Text(f"{len(report.steps)} steps, {report.elapsed_s:.1f}s, journal {report.journal}", "dim")
     )

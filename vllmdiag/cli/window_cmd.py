@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+from typer.core import TyperArgument, TyperCommand, TyperOption
+
+try:  # typer 0.2x carries its own click
+    from typer._click.core import Context, Parameter
+    from typer._click.exceptions import NoSuchOption, UsageError
+except ImportError:  # an older typer, on click itself
+    from click import Context, NoSuchOption, Parameter, UsageError  # type: ignore[assignment]
 
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.window.job import WindowEvent, WindowReport, WindowRequest, run_window
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.window.job import WindowRequest, run_window
 from vllmdiag.window.model import Status
+from vllmdiag.window.report import WindowEvent, WindowReport
+
+__all__ = ["Command", "Context", "NoSuchOption", "UsageError", "register", "render", "window"]
 
 _STYLE = {
     Status.PRESENT: "green",
@@ -20,37 +35,95 @@ _STYLE = {
 }
 
 
+class Command(TyperCommand):
+    """A command whose usage errors read like its other errors (one line: what, where,
+    what to write; exit 1) and whose help shows words, not Python types."""
+
+    hints: ClassVar[dict[str, str]] = {}
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
+        params = super().get_params(ctx)
+        for p in params:
+            if isinstance(p, TyperOption) and p.is_flag and p.metavar is None:
+                p.metavar = ""  # a flag takes no value: no "<bool>"
+            if isinstance(p, TyperArgument):
+                p.display_type_rich = _no_type  # type: ignore[method-assign]  # metavar says it
+        return params
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as exc:
+            with user_errors():
+                raise self.usage_error(exc) from None
+
+    def usage_error(self, exc: UsageError) -> VllmdiagError:
+        param = getattr(exc, "param", None)
+        where = None
+        if param is not None:
+            if isinstance(param, TyperArgument):
+                where = param.metavar or param.name
+            else:
+                where = param.opts[0] if param.opts else param.human_readable_name
+        message = exc.format_message().rstrip(".")
+        hint = self.hints.get(where or "", f"see: vllmdiag {self.name} --help")
+        return VllmdiagError(message[:1].lower() + message[1:], where=where, hint=hint)
+
+
+def _no_type(ctx: Context) -> str:
+    return ""
+
+
+class WindowCommand(Command):
+    hints: ClassVar[dict[str, str]] = {
+        "--symbol": "e.g. --symbol cutlass.cute.core.ThrMma",
+        "PKG": "e.g. vllmdiag window nvidia-cutlass-dsl --symbol cutlass.cute.core.ThrMma",
+        "--jobs": "give a whole number of at least 1, e.g. --jobs 4",
+    }
+
+
 def register(app: typer.Typer) -> None:
-    app.command("window")(window)
+    app.command("window", cls=WindowCommand)(window)
 
 
 def window(
-    pkg: str = typer.Argument(..., help="The package, extras allowed: PKG or PKG\\[extra]."),
-    symbol: str = typer.Option(..., "--symbol", help="MODULE.ATTR to look for."),
+    pkg: str = typer.Argument(
+        ..., metavar="PKG", help="The package, extras allowed: PKG or PKG\\[extra]."
+    ),
+    symbol: str = typer.Option(
+        ..., "--symbol", metavar="MODULE.ATTR", help="The name to look for, e.g. a.b.Class."
+    ),
     versions: str | None = typer.Option(
-        None, "--versions", help="Limit the range, e.g. '>=4.0,<5'."
+        None, "--versions", metavar="SPEC", help="Limit the range, e.g. '>=4.0,<5'."
     ),
     pre: bool = typer.Option(False, "--pre", help="Include pre-releases."),
     python: str | None = typer.Option(
-        None, "--python", help="X.Y of the probes' Python (default: this one)."
+        None, "--python", metavar="X.Y", help="The probes' Python, or its path (default: this)."
     ),
     exclude_newer: str | None = typer.Option(
-        None, "--exclude-newer", help="Ignore files uploaded after this date."
+        None, "--exclude-newer", metavar="DATE", help="Ignore files uploaded after this date."
     ),
     consumer: list[str] = typer.Option(
-        [], "--consumer", help="A requirement that consumes PKG (repeatable)."
+        [],
+        "--consumer",
+        metavar="REQUIREMENT",
+        help="A requirement that consumes PKG, e.g. vllm==0.18.0 (repeatable).",
     ),
-    scan: bool = typer.Option(False, "--scan", help="Probe every version, not a search."),
-    hint: bool = typer.Option(
-        False, "--hint", help="Read each wheel's source first (no install) to choose probes."
+    scan: bool = typer.Option(False, "--scan", help="Import-check every version, no search."),
+    no_static: bool = typer.Option(
+        False,
+        "--no-static",
+        help="Read no wheel source: decide every version the search needs by import.",
     ),
-    jobs: int = typer.Option(4, "--jobs", min=1, help="Probes at a time."),
+    jobs: int = typer.Option(4, "--jobs", min=1, metavar="N", help="Import checks at a time."),
     no_cache: bool = typer.Option(
-        False, "--no-cache", help="Ignore stored probe results (uv's cache is still used)."
+        False, "--no-cache", help="Ignore stored results (uv's cache is still used)."
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Which versions of PKG have MODULE.ATTR, and what that means for its consumers."""
+    """Which versions of PKG have MODULE.ATTR, and what that means for its consumers.
+
+    Wheel sources are read first; every change is confirmed by a real install and import."""
     console = human(as_json)
     request = WindowRequest(
         package=pkg,
@@ -63,19 +136,20 @@ def window(
         scan=scan,
         jobs=jobs,
         no_cache=no_cache,
-        hint=hint,
+        static=not no_static,
     )
     with user_errors(), console.status("listing versions") as status:
 
         def observe(event: WindowEvent) -> None:
             if event.kind == "probe-start":
-                status.update(f"probing {pkg}=={event.version}")
+                status.update(f"installing and importing {escape(pkg)}=={escape(event.version)}")
             elif event.kind == "probe-done" and event.result and not event.result.stored:
                 r = event.result
-                how = "stored" if r.stored else f"{r.elapsed_s:.1f}s"
-                console.print(f"  [dim]{event.version}: {r.status.value} ({how})[/]")
-            elif event.kind in ("resolve", "hint"):
-                status.update(event.detail)
+                console.print(
+                    f"  [dim]{escape(event.version)}: {r.status.value} ({r.elapsed_s:.1f}s)[/]"
+                )
+            elif event.kind in ("resolve", "static"):
+                status.update(escape(event.detail))
 
         report = run_window(request, observe)
     if as_json:
@@ -85,47 +159,62 @@ def window(
 
 
 def render(console: Console, report: WindowReport) -> None:
-    table = Table(title=f"{report.package}: {report.symbol} (Python {report.python})")
-    for col in ("version", "status", "how", "time", "detail"):
+    title = f"{report.package}: {report.symbol} (Python {report.python})"
+    table = Table(title=Text(title))
+    for col in ("version", "status", "decided by", "time", "detail"):
         table.add_column(col, no_wrap=col != "detail")
     for row in report.rows:
-        how = ("stored" if row.stored else "probed") if row.probed else "inferred"
+        how = row.decided_by or "-"
+        if row.stored:
+            how += " (stored)"
         table.add_row(
-            row.version,
-            f"[{_STYLE[row.status]}]{row.status.value}[/]",
+            Text(row.version),
+            Text(row.status.value, style=_STYLE[row.status]),
             how,
             f"{row.elapsed_s:.1f}s" if row.probed and not row.stored else "",
-            _first_line(row.detail),
+            Text(_first_line(row.detail)),
         )
-    if not report.rows:
-        console.print("[yellow]no candidate versions[/] (check --versions, --pre, --python)")
-    elif report.window:
-        console.print(table)
+    console.print(table)
+    if report.window:
         more = f" (all windows: {' | '.join(report.windows)})" if len(report.windows) > 1 else ""
-        console.print(f"window: [bold]{report.window}[/]{more}")
+        console.print(f"window: [bold]{escape(report.window)}[/]{escape(more)}")
     else:
-        console.print(table)
-        console.print(f"window: [bold red]none[/]: no version examined has {report.symbol}")
+        console.print(f"window: [bold red]none[/]: no version examined has {escape(report.symbol)}")
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    static = (
+        f", {len(report.decided_by('static'))} by the wheels' source ({report.static_read_s:.1f}s)"
+        if report.static_read_s is not None
+        else ""
+    )
     console.print(
-        f"[dim]{report.probes_run} probed now, {report.probes_stored} from stored results, "
-        f"{report.elapsed_s:.1f}s[/]"
+        f"[dim]{report.probes_run} imported now, {report.probes_stored} from stored results"
+        f"{static}, {report.elapsed_s:.1f}s[/]"
     )
     for c in report.consumers:
-        data = c.to_json()
-        console.print(f"\n[bold]{c.requirement}[/] (release {c.release})")
-        console.print(f"  declares: {report.package}{c.declared or ' (nothing)'}")
-        without = c.assessment.admitted_without if c.assessment else ()
-        console.print(f"  admitted without the symbol: {', '.join(without) or 'none'}")
-        pick = c.resolves_to or "-"
-        as_of = f" (as of --exclude-newer: {c.resolves_to_as_of})" if c.resolves_to_as_of else ""
-        console.print(f"  a fresh resolve picks: {pick}{as_of}")
-        for k in c.constrained_by:
-            console.print(f"  constrained by: {k}")
-        if c.resolve_error:
-            console.print(f"  [yellow]resolve failed:[/] {_first_line(c.resolve_error)}")
-        console.print(f"  verdict: {data['verdict']}")
+        _consumer(console, report.package, c.to_json())
+
+
+def _consumer(console: Console, package: str, data: dict[str, Any]) -> None:
+    def line(label: str, value: object) -> None:
+        console.print(Text.assemble(f"  {label}: ", str(value)))
+
+    console.print()
+    head = Text.assemble((str(data["requirement"]), "bold"), f" (release {data['release']})")
+    console.print(head)
+    line("declares", f"{package}{data['declared'] or ' (nothing)'}")
+    line("admitted without the symbol", ", ".join(data["admitted_without_symbol"]) or "none")
+    as_of = data["resolves_to_as_of"]
+    line(
+        "a fresh resolve picks",
+        f"{data['resolves_to'] or '-'}" + (f" (as of --exclude-newer: {as_of})" if as_of else ""),
+    )
+    for k in data["constrained_by"]:
+        needs = k["requires"] or "(any)"
+        line("constrained by", f"{k['package']}=={k['version']} requires {needs}")
+    if data["resolve_error"]:
+        line("resolve failed", _first_line(str(data["resolve_error"])))
+    line("verdict", data["verdict"])
 
 
 def _first_line(text: str) -> str:

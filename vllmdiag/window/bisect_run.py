@@ -8,8 +8,6 @@ is written only once it is complete; an interrupted step is simply run again.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import statistics
 import time
@@ -18,61 +16,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.version import Version
-
-from vllmdiag import proc
+from vllmdiag import atomic, proc
 from vllmdiag.envs.cache import EnvCache
-from vllmdiag.envs.spec import LegSpec, default_python, parse_requirement
-from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
+from vllmdiag.envs.spec import LegSpec
+from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.paths import cache_root
-from vllmdiag.window import index
+from vllmdiag.window import args, index
 from vllmdiag.window.bisect import Verdict, bisect, majority, metric_verdict, verdict_for_rc
-from vllmdiag.window.bisect_journal import SCHEMA, Journal, Step
-from vllmdiag.window.probe import check_python
-from vllmdiag.window.versions import candidates, parse_date
+from vllmdiag.window.bisect_journal import Journal, Step
+from vllmdiag.window.bisect_request import BisectRequest, bisect_versions, journal_key, validate
+from vllmdiag.window.credentials import redact_text, redact_url
 
 if TYPE_CHECKING:
     from vllmdiag.window.bisect_recipe import RecipeCell
 
-
-@dataclass(frozen=True)
-class BisectRequest:
-    package: str  # PKG or PKG[extra]
-    good: str
-    bad: str
-    command: tuple[str, ...]
-    python: str | None = None
-    exclude_newer: str | None = None
-    with_requirements: tuple[str, ...] = ()
-    repeat: int = 1
-    metric: str | None = None
-    threshold: float | None = None
-    timeout_s: float | None = None
-    pre: bool = False
-    fresh: bool = False  # discard an earlier journal of the same question
-    recipe: Path | None = None  # the check is this recipe's cell ...
-    cell: str | None = None  # ... run on its leg with PKG==V pinned
-
-    def identity(self) -> dict[str, object]:
-        return {
-            "schema": SCHEMA,
-            "package": self.package,
-            "good": self.good,
-            "bad": self.bad,
-            "command": list(self.command),
-            "python": self.python or default_python(),
-            "exclude_newer": self.exclude_newer,
-            "with": sorted(self.with_requirements),
-            "repeat": self.repeat,
-            "metric": self.metric,
-            "threshold": self.threshold,
-            "pre": self.pre,
-        }
-
-
-def _key(identity: dict[str, object]) -> str:
-    blob = json.dumps(identity, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+__all__ = ["BisectReport", "BisectRequest", "bisect_versions", "read_metric", "run_bisect"]
 
 
 @dataclass(frozen=True)
@@ -107,51 +65,17 @@ class BisectReport:
 StepObserver = Callable[[str, Step | None], None]
 
 
-def bisect_versions(req: BisectRequest) -> list[str]:
-    """The candidates from ``good`` to ``bad`` (inclusive), ordered from the good end."""
-    pkg = parse_requirement(req.package, where="PKG")
-    python, _ = check_python(req.python or default_python())
-    good, bad = _version(req.good, "--good"), _version(req.bad, "--bad")
-    lo, hi = min(good, bad), max(good, bad)
-    when = parse_date(req.exclude_newer) if req.exclude_newer else None
-    proj = index.project(pkg.name)
-    found = [
-        c.version
-        for c in candidates(
-            proj.files, python=python, pre=req.pre, exclude_newer=when, always=(good, bad)
-        )
-        if lo <= c.version <= hi
-    ]
-    for end, v in (("--good", good), ("--bad", bad)):
-        if v not in found:
-            raise VllmdiagError(
-                f"{pkg.name}=={v} is not an installable release here (Python {python})",
-                where=end,
-                hint="it may be yanked, absent from the index, newer than --exclude-newer "
-                "or not built for this Python",
-            )
-    ordered = found if good < bad else list(reversed(found))
-    return [str(v) for v in ordered]
-
-
-def _version(text: str, where: str) -> Version:
-    try:
-        return Version(text)
-    except ValueError:
-        raise VllmdiagError(f"not a version: {text!r}", where=where) from None
-
-
 def run_bisect(req: BisectRequest, observer: StepObserver | None = None) -> BisectReport:
     start = time.monotonic()
     notify = observer or (lambda _v, _s: None)
-    target = _validate(req)
+    target = validate(req)
     identity = req.identity()
     if target is not None:
         identity.update(recipe=str(target.path), recipe_digest=target.digest, cell=target.cell)
         req = replace(req, python=target.python, exclude_newer=target.exclude_newer)
     versions = bisect_versions(req)
-    journal = Journal(cache_root() / "bisect" / _key(identity), identity, fresh=req.fresh)
-    pkg = parse_requirement(req.package, where="PKG")
+    journal = Journal(cache_root() / "bisect" / journal_key(identity), identity, fresh=req.fresh)
+    pkg = args.package(req.package, versions_allowed=False)
     extras = f"[{','.join(sorted(pkg.extras))}]" if pkg.extras else ""
     steps: dict[str, Step] = {}
     baseline: list[float] = []
@@ -191,29 +115,6 @@ def run_bisect(req: BisectRequest, observer: StepObserver | None = None) -> Bise
         elapsed_s=time.monotonic() - start,
         baseline=baseline[0] if baseline else None,
     )
-
-
-def _validate(req: BisectRequest) -> RecipeCell | None:
-    """The recipe cell to check, if the check is one; else the command must be there."""
-    if (req.metric is None) != (req.threshold is None):
-        raise VllmdiagError("--metric and --threshold go together")
-    if (req.recipe is None) != (req.cell is None):
-        raise VllmdiagError("--recipe and --cell go together", hint="name the cell to check")
-    if req.recipe is None:
-        if not req.command:
-            raise VllmdiagError("no check", hint="put a command after --, or give --recipe/--cell")
-        return None
-    if req.command:
-        raise VllmdiagError("give either a command after -- or --recipe/--cell, not both")
-    if req.python or req.exclude_newer or req.with_requirements or req.timeout_s:
-        raise VllmdiagError(
-            "--python, --exclude-newer, --with and --timeout come from the recipe here",
-            hint="a recipe cell runs on its own leg with PKG==V pinned; edit the recipe",
-        )
-    from vllmdiag.window.bisect_recipe import RecipeCell
-
-    assert req.cell is not None
-    return RecipeCell.load(req.recipe, req.cell)
 
 
 def _run_step(
@@ -284,12 +185,19 @@ def _command_runs(
         exclude_newer=req.exclude_newer,
         index_url=None if configured == index.DEFAULT_INDEX else configured,
     )
+    install_log = logs / f"{version}.install.log"
     try:
-        env = EnvCache().ensure(leg, log=logs / f"{version}.install.log")
+        # No log to the env cache: it would write uv's command line, index password and
+        # all. What the step installed is written here instead.
+        env = EnvCache().ensure(leg)
     except (EnvError, ProcessError) as exc:
-        return Step(
-            version, Verdict.SKIP, None, 0.0, detail="install failed: " + exc.message[-1500:]
-        )
+        said = redact_text(exc.message)
+        atomic.write_text(install_log, f"install failed ({redact_url(configured)}):\n{said}\n")
+        return Step(version, Verdict.SKIP, None, 0.0, detail="install failed: " + said[-1500:])
+    atomic.write_text(
+        install_log,
+        f"env {env.path} (index {redact_url(configured)})\n" + "\n".join(env.freeze) + "\n",
+    )
     runs: list[Run] = []
     for i in range(max(1, req.repeat)):
         log = logs / f"{version}.run{i}.log"

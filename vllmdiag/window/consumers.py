@@ -4,8 +4,10 @@ who else in that resolve constrains the package: read from wheel metadata files 
 
 from __future__ import annotations
 
+import bisect
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,10 +16,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from vllmdiag.envs.spec import parse_requirement
-from vllmdiag.envs.uvtool import uv_run
+from vllmdiag import proc
+from vllmdiag.envs.uvtool import uv_bin
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.window import index
+from vllmdiag.window.credentials import redact_text
+from vllmdiag.window.index import IndexFile
+from vllmdiag.window.probe import uv_env
 from vllmdiag.window.versions import candidates, file_version, parse_date
 
 
@@ -77,18 +82,38 @@ def _ordered(spec: str) -> str:
     return ",".join(sorted(parts, key=lambda p: (not p.startswith(">"), p)))
 
 
-def release_metadata(name: str, version: str, python: str, index_url: str | None) -> str:
+def release_metadata(
+    name: str, version: str, python: str, index_url: str | None, *, where: str | None = None
+) -> str:
     """The core metadata of ``name==version``, from one of its wheels."""
-    proj = index.project(name, index_url)
+    proj = index.project(name, index_url, where=where)
     wanted = Version(version)
-    files = [f for f in proj.files if f.is_wheel and not f.yanked and file_version(f) == wanted]
+    usable = [f for f in proj.files if not f.yanked and file_version(f) == wanted]
+    files = [f for f in usable if f.is_wheel]
+    if not usable:
+        raise VllmdiagError(
+            f"{name} has no release {version} on the index",
+            where=where,
+            hint=f"releases of {name} near it: {nearby(proj.files, wanted)}",
+        )
     if not files:
         raise VllmdiagError(
             f"{name}=={version} has no wheel on the index to read metadata from",
+            where=where,
             hint="the consumer check reads Requires-Dist from a wheel's .metadata file",
         )
     files.sort(key=lambda f: (not f.has_metadata, "x86_64" not in f.filename))
     return index.metadata(files[0])
+
+
+def nearby(files: Sequence[IndexFile], wanted: Version, count: int = 3) -> str:
+    """The releases closest to ``wanted`` (for a hint), oldest first."""
+    found = sorted({v for f in files if not f.yanked and (v := file_version(f)) is not None})
+    if not found:
+        return "none"
+    pos = bisect.bisect_left(found, wanted)
+    pick = found[max(0, pos - count) : pos + count]
+    return ", ".join(str(v) for v in pick)
 
 
 def consumer_version(
@@ -98,28 +123,37 @@ def consumer_version(
     pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
     if pinned and "*" not in pinned[0]:
         return pinned[0]
-    proj = index.project(req.name, index_url)
+    proj = index.project(req.name, index_url, where="--consumer")
     when = parse_date(exclude_newer) if exclude_newer else None
     found = candidates(proj.files, python=python, spec=req.specifier, exclude_newer=when)
     if not found:
         raise VllmdiagError(
             f"no release of {req.name} matches {req.specifier or '(any)'} for Python {python}",
             where="--consumer",
+            hint=f"releases of {req.name} on the index range "
+            f"{_span(proj.files)}; widen the range or pin one",
         )
     return str(found[-1].version)
+
+
+def _span(files: Sequence[IndexFile]) -> str:
+    found = sorted({v for f in files if (v := file_version(f)) is not None})
+    return f"{found[0]} … {found[-1]}" if found else "(none)"
 
 
 def fresh_resolve(
     requirement: str, python: str, *, exclude_newer: str | None, index_url: str | None
 ) -> Resolve:
-    """``uv pip compile`` of the consumer alone, annotated, for ``python``."""
+    """``uv pip compile`` of the consumer alone, annotated, for ``python``. The index goes
+    to uv through its environment, so no password is on a command line."""
     with tempfile.TemporaryDirectory(prefix="vllmdiag-resolve-") as tmp:
         req_in = Path(tmp) / "requirements.in"
         req_in.write_text(requirement + "\n", encoding="utf-8")
-        args: list[str | Path] = [
+        args = [
+            uv_bin(),
             "pip",
             "compile",
-            req_in,
+            str(req_in),
             "--python-version",
             python,
             "--no-header",
@@ -127,11 +161,11 @@ def fresh_resolve(
         ]
         if exclude_newer:
             args += ["--exclude-newer", exclude_newer]
-        if index_url:
-            args += ["--default-index", index_url]
-        done = uv_run(*args, timeout=900.0)
+        done = proc.run(args, env=uv_env(index_url), capture=True, timeout=900.0)
+    if done.interrupted:
+        raise KeyboardInterrupt
     if not done.ok:
-        text = (done.stderr.strip() or done.stdout.strip())[-2000:]
+        text = redact_text((done.stderr.strip() or done.stdout.strip())[-2000:])
         return Resolve({}, {}, text or f"uv pip compile exited {done.rc}")
     return parse_compile(done.stdout)
 
@@ -182,7 +216,3 @@ def constraints(
         if spec is not None:
             out.append(Constraint(parent, version, spec))
     return out
-
-
-def parse_consumer(text: str) -> Requirement:
-    return parse_requirement(text, where="--consumer")

@@ -1,9 +1,12 @@
 """One import probe: install ``PKG==V`` (with its normal dependencies) into a fresh,
 isolated env and ask that env's python whether ``MODULE.ATTR`` exists.
 
-Probe envs live under a scratch root and are removed after the probe: what is kept is
-the stored result (see :mod:`vllmdiag.window.store`), not 300 MB per version. uv's
-download cache is shared, so a second install of the same wheel is a hard-link away.
+A probe env is three commands (``uv venv``, ``uv pip install``, the probe script), built
+under vllmdiag's cache directory (beside uv's own cache as a rule, so uv hard-links from
+it instead of copying) and removed afterwards: what is kept is the stored result (see
+:mod:`vllmdiag.window.store`), not 300 MB per version. The index reaches uv through its
+environment (``UV_DEFAULT_INDEX``), never its command line, so its credentials appear in
+no process listing; uv's messages are redacted before they are kept.
 """
 
 from __future__ import annotations
@@ -12,20 +15,23 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from vllmdiag import probes, proc
-from vllmdiag.envs.cache import EnvCache
-from vllmdiag.envs.spec import LegSpec, default_python
-from vllmdiag.envs.uvtool import uv
+from vllmdiag.envs.spec import default_python
+from vllmdiag.envs.uvtool import uv, uv_bin, uv_environ
 from vllmdiag.errors import EnvError, ProcessError
+from vllmdiag.paths import cache_root
+from vllmdiag.window.credentials import redact_text
 from vllmdiag.window.model import ProbeResult, Status
 
 IMPORT_TIMEOUT_S = 600.0
+INSTALL_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -36,17 +42,17 @@ class ProbeSpec:
     symbol: str  # MODULE.ATTR
     python: str  # X.Y
     exclude_newer: str | None = None
-    index_url: str | None = None
+    index_url: str | None = None  # credentials included: never shown, never stored
     interpreter: str | None = None  # what uv gets, when not X.Y (a path)
 
-    def leg(self, version: str) -> LegSpec:
-        return LegSpec(
-            name=f"probe {self.requirement}=={version}",
-            requirements=(f"{self.requirement}=={version}",),
-            python=self.interpreter or self.python,
-            index_url=self.index_url,
-            exclude_newer=self.exclude_newer,
-        )
+
+def uv_env(index_url: str | None) -> dict[str, str]:
+    """uv's environment with ``index_url`` as the default index (if given)."""
+    env = uv_environ()
+    if index_url:
+        env.pop("UV_INDEX_URL", None)
+        env["UV_DEFAULT_INDEX"] = index_url
+    return env
 
 
 def check_python(python: str) -> tuple[str, str]:
@@ -56,12 +62,15 @@ def check_python(python: str) -> tuple[str, str]:
     if python == default_python():
         return python, sys.executable
     if "/" in python:
-        done = proc.run(
-            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture=True,
-            timeout=60,
-        )
-        if not done.ok:
+        try:
+            done = proc.run(
+                [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture=True,
+                timeout=60,
+            )
+        except ProcessError:
+            done = None
+        if done is None or not done.ok:
             raise EnvError(
                 f"{python} does not run",
                 where="--python",
@@ -84,24 +93,45 @@ def check_python(python: str) -> tuple[str, str]:
 def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
     """Install, import, report. Never raises for a version's own failure: that is data."""
     start = time.monotonic()
-    cache = EnvCache(root=Path(tempfile.mkdtemp(prefix="probe-", dir=scratch)))
+    env_dir = Path(tempfile.mkdtemp(prefix="probe-", dir=scratch))
     try:
-        try:
-            env = cache.ensure(spec.leg(version))
-        except (EnvError, ProcessError) as exc:  # resolver, build or broken-env failures
-            return ProbeResult(
-                version, Status.INSTALL_FAILED, _short(exc.message), time.monotonic() - start
+        env = uv_env(spec.index_url)
+        python = env_dir / "bin" / "python"
+        steps: list[tuple[str, list[str]]] = [
+            ("uv venv", ["venv", "--quiet", "--python", spec.interpreter or spec.python, "."]),
+            (
+                "install",
+                ["pip", "install", "--quiet", "--python", str(python)]
+                + (["--exclude-newer", spec.exclude_newer] if spec.exclude_newer else [])
+                + [f"{spec.requirement}=={version}"],
+            ),
+        ]
+        for what, args in steps:
+            done = proc.run(
+                [uv_bin(), *args], env=env, cwd=env_dir, capture=True, timeout=INSTALL_TIMEOUT_S
             )
+            if done.interrupted:
+                raise KeyboardInterrupt
+            if not done.ok:
+                text = (done.stderr.strip() or done.stdout.strip()) or f"{what} exited {done.rc}"
+                why = "timed out" if done.timed_out else text
+                return ProbeResult(
+                    version,
+                    Status.INSTALL_FAILED,
+                    f"install failed: {_short(redact_text(why))}",
+                    time.monotonic() - start,
+                )
         done = proc.run(
-            [str(env.python), "-I", str(probes.script("symbol")), spec.symbol],
+            # -B: the env is thrown away, writing its bytecode would only cost time.
+            [str(python), "-I", "-B", str(probes.script("symbol")), spec.symbol],
             env=proc.clean_environ(),
-            cwd=cache.root,
+            cwd=env_dir,
             capture=True,
             timeout=IMPORT_TIMEOUT_S,
         )
         return _parse(version, done, time.monotonic() - start)
     finally:
-        shutil.rmtree(cache.root.parent, ignore_errors=True)
+        shutil.rmtree(env_dir, ignore_errors=True)
 
 
 def _parse(version: str, done: proc.Completed, elapsed: float) -> ProbeResult:
@@ -111,7 +141,8 @@ def _parse(version: str, done: proc.Completed, elapsed: float) -> ProbeResult:
     if done.timed_out or not lines:
         why = "timed out" if done.timed_out else f"probe exited {done.rc}"
         tail = (done.stderr.strip() or done.stdout.strip())[-1500:]
-        return ProbeResult(version, Status.IMPORT_ERROR, f"{why}: {tail}".strip(), elapsed)
+        text = redact_text(f"{why}: {tail}".strip())
+        return ProbeResult(version, Status.IMPORT_ERROR, text, elapsed)
     data = json.loads(lines[-1])
     return ProbeResult(version, Status(data["status"]), str(data.get("detail", "")), elapsed)
 
@@ -123,28 +154,47 @@ def _short(message: str) -> str:
 Observer = Callable[[str, ProbeResult | None], None]
 
 
-def probe_many(
-    spec: ProbeSpec,
-    versions: list[str],
-    *,
-    jobs: int = 1,
-    observer: Observer | None = None,
-) -> dict[str, ProbeResult]:
-    """Probe ``versions`` with up to ``jobs`` at a time; ``observer(version, None)`` when
-    one starts and ``observer(version, result)`` when it ends."""
-    notify = observer or (lambda _v, _r: None)
-    scratch = Path(tempfile.mkdtemp(prefix="vllmdiag-window-"))
+class Prober:
+    """Import probes run ``jobs`` at a time, each started once: :meth:`start` may be
+    called early (while the static read still runs) and again later for free.
+    ``observer(version, None)`` when one starts, ``observer(version, result)`` when it
+    ends. Use as a context manager: leaving waits for probes in flight and removes the
+    scratch directory."""
 
-    def one(version: str) -> ProbeResult:
-        notify(version, None)
-        result = probe_one(spec, version, scratch)
-        notify(version, result)
+    def __init__(self, spec: ProbeSpec, *, jobs: int = 1, observer: Observer | None = None):
+        self.spec = spec
+        self._notify = observer or (lambda _v, _r: None)
+        base = cache_root() / "scratch"
+        base.mkdir(parents=True, exist_ok=True)
+        self._scratch = Path(tempfile.mkdtemp(prefix="window-", dir=base))
+        self._pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+        self._futures: dict[str, Future[ProbeResult]] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Prober:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    @property
+    def started(self) -> int:
+        return len(self._futures)
+
+    def start(self, version: str) -> Future[ProbeResult]:
+        with self._lock:
+            fut = self._futures.get(version)
+            if fut is None:
+                fut = self._futures[version] = self._pool.submit(self._one, version)
+            return fut
+
+    def results(self, versions: list[str]) -> dict[str, ProbeResult]:
+        futures = {v: self.start(v) for v in versions}
+        return {v: f.result() for v, f in futures.items()}
+
+    def _one(self, version: str) -> ProbeResult:
+        self._notify(version, None)
+        result = probe_one(self.spec, version, self._scratch)
+        self._notify(version, result)
         return result
-
-    try:
-        if jobs <= 1 or len(versions) <= 1:
-            return {v: one(v) for v in versions}
-        with ThreadPoolExecutor(max_workers=min(jobs, len(versions))) as pool:
-            return dict(zip(versions, pool.map(one, versions), strict=True))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

@@ -8,15 +8,15 @@ from __future__ import annotations
 import re
 import struct
 import urllib.error
-import urllib.request
 import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.window import http
+from vllmdiag.window.credentials import redact_url
 
 TAIL = 65536 + 22
-TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -26,22 +26,19 @@ class Member:
     compressed: int
     size: int
     offset: int
+    crc: int = 0  # CRC-32 of the content: equal members of two wheels need one read
 
 
 def _get_range(url: str, spec: str) -> tuple[bytes, int]:
     """Bytes for ``Range: bytes=spec`` and the file's total size."""
-    req = urllib.request.Request(url, headers={"Range": f"bytes={spec}", "User-Agent": "vllmdiag"})
     try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
-            body: bytes = resp.read()
-            total = resp.headers.get("Content-Range", "")
-            status = resp.status
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        raise VllmdiagError(f"cannot read {url}: {exc}") from None
-    m = re.search(r"/(\d+)$", total)
-    if status != 206 or m is None:
-        raise VllmdiagError(f"{url}: the server does not answer range requests")
-    return body, int(m.group(1))
+        resp = http.get(url, byte_range=spec)
+    except urllib.error.HTTPError as exc:
+        raise VllmdiagError(f"cannot read {redact_url(url)}: HTTP {exc.code}") from None
+    m = re.search(r"/(\d+)$", resp.content_range)
+    if resp.status != 206 or m is None:
+        raise VllmdiagError(f"{redact_url(url)}: the server does not answer range requests")
+    return resp.body, int(m.group(1))
 
 
 @lru_cache(maxsize=64)
@@ -51,6 +48,8 @@ def members(url: str) -> tuple[Member, ...]:
     if at < 0:
         raise VllmdiagError(f"{url}: no zip end record (zip64 or not a zip)")
     count, cd_size, cd_offset = struct.unpack("<HII", tail[at + 10 : at + 20])
+    if count == 0xFFFF or cd_offset == 0xFFFFFFFF or cd_size == 0xFFFFFFFF:
+        raise VllmdiagError(f"{url}: a zip64 archive (not read here)")
     start_in_tail = cd_offset - (total - len(tail))
     if start_in_tail >= 0:
         cd = tail[start_in_tail : start_in_tail + cd_size]
@@ -62,11 +61,11 @@ def members(url: str) -> tuple[Member, ...]:
         if cd[pos : pos + 4] != b"PK\x01\x02":
             break
         (method,) = struct.unpack("<H", cd[pos + 10 : pos + 12])
-        comp, size = struct.unpack("<II", cd[pos + 20 : pos + 28])
+        crc, comp, size = struct.unpack("<III", cd[pos + 16 : pos + 28])
         n, e, c = struct.unpack("<HHH", cd[pos + 28 : pos + 34])
         (offset,) = struct.unpack("<I", cd[pos + 42 : pos + 46])
         name = cd[pos + 46 : pos + 46 + n].decode("utf-8", "replace")
-        out.append(Member(name, method, comp, size, offset))
+        out.append(Member(name, method, comp, size, offset, crc))
         pos += 46 + n + e + c
     return tuple(out)
 

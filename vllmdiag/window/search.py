@@ -1,16 +1,22 @@
 """Where a symbol appears and disappears across an ordered list of versions.
 
-Pure: the caller supplies an oracle that probes a batch of positions (so it may probe
-them in parallel) and returns a :class:`Status` for each. The search assumes presence
-changes at most twice (the symbol appears, later disappears), so it
+Pure: the caller supplies an oracle that import-probes a batch of positions (so it may
+probe them in parallel) and returns a :class:`Status` for each, and optionally the static
+answers read from the wheels (True/False where the read was conclusive, None where not).
+The search assumes presence changes at most twice (the symbol appears, later
+disappears), so it
 
-1. probes both ends and a few interior samples (a window that opens and closes between
-   the ends shows up in a sample),
-2. binary-searches every change between two neighbouring decided probes, stepping
+1. import-probes both ends and a few interior samples, except where the static read
+   already decided them (a window that opens and closes between the ends shows up in a
+   sample or in the static answers),
+2. binary-searches every change between two neighbouring decided positions, stepping
    around versions whose probe cannot decide (install failures, import errors: skips),
-3. checks that each boundary has import probes on both sides of it,
+3. import-probes both sides of every change, so a boundary is always measured; with no
+   change at all, the newest version is import-probed,
 
-and infers the rest. ``scan`` probes every position instead.
+and infers the rest. A static answer that an import contradicts is never kept: the whole
+static read is set aside and the search runs on imports alone (``static_overruled``).
+``scan`` import-probes every position instead.
 """
 
 from __future__ import annotations
@@ -26,17 +32,21 @@ Oracle = Callable[[Sequence[int]], Mapping[int, Status]]
 
 @dataclass(frozen=True)
 class Row:
+    """``probed``: decided by an import now; ``static``: decided by the static read;
+    neither: inferred from its decided neighbours (or not decided at all)."""
+
     index: int
     status: Status
     probed: bool
+    static: bool = False
 
 
 @dataclass(frozen=True)
 class Boundary:
-    """A change between the decided probe at ``before`` and the one at ``after``.
+    """A change between the decided position ``before`` and the one at ``after``.
 
     ``appears`` is True where the symbol is present from ``after`` on. ``verified``: both
-    sides were import-probed and nothing undecided lies between them.
+    sides were import-probed and nothing lies between them.
     """
 
     before: int
@@ -61,6 +71,7 @@ class SearchResult:
     boundaries: tuple[Boundary, ...]
     windows: tuple[Window, ...]
     probes: int
+    static_overruled: tuple[int, ...] = ()  # where an import contradicted the static read
 
 
 def search(
@@ -69,15 +80,12 @@ def search(
     *,
     samples: int = 3,
     scan: bool = False,
-    hints: Sequence[bool | None] | None = None,
+    static: Sequence[bool | None] | None = None,
 ) -> SearchResult:
-    """Decide presence for positions ``0 .. n-1`` with as few oracle calls as it can.
-
-    ``hints`` (static guesses, None where unknown) replace the interior samples when they
-    cover at least half the positions: the first batch is then the ends and both sides
-    of every change the hints predict. Wrong hints cost probes, never correctness of a
-    boundary found, since only probes decide."""
+    """Decide presence for positions ``0 .. n-1`` with as few import probes as it can."""
     found: dict[int, Status] = {}
+    trusted = _static_statuses(n, static) if not scan else {}
+    overruled: list[int] = []
 
     def ask(positions: Sequence[int]) -> None:
         new = [i for i in dict.fromkeys(positions) if 0 <= i < n and i not in found]
@@ -86,32 +94,66 @@ def search(
             for i in new:
                 found[i] = answer.get(i, Status.NOT_PROBED)
 
+    def view() -> dict[int, Status]:
+        return {**trusted, **found}
+
+    def opening() -> list[int]:
+        decided = view()
+        return [i for i in [0, n - 1, *sample_positions(n, samples)] if i not in decided]
+
     if n == 0:
         return SearchResult((), (), (), 0)
     if scan:
         ask(range(n))
     else:
-        ask([0, n - 1, *first_probes(n, samples, hints)])
+        ask(opening())
         while True:
-            gap = _open_gap(n, found)
-            if gap is None:
+            wrong = _contradicted(trusted, found)
+            if wrong:
+                overruled += wrong
+                trusted = {}
+                ask(opening())
+                continue
+            batch = _next_batch(n, view(), found, bool(trusted))
+            if not batch:
                 break
-            ask([gap])
-        ask(_unverified_sides(found))
-    rows = infer_rows(n, found)
-    return SearchResult(rows, boundaries(found), windows(rows), len(found))
+            ask(batch)
+    final = view()
+    rows = infer_rows(n, final, probed=set(found))
+    return SearchResult(
+        rows, boundaries(final, set(found)), windows(rows), len(found), tuple(overruled)
+    )
 
 
-def first_probes(n: int, samples: int, hints: Sequence[bool | None] | None) -> list[int]:
-    """The interior positions of the first batch: hinted change sides, else samples."""
-    if hints is None or len(hints) != n or sum(h is not None for h in hints) * 2 < n:
-        return sample_positions(n, samples)
-    known = [(i, h) for i, h in enumerate(hints) if h is not None]
-    out: list[int] = []
-    for (a, ha), (b, hb) in itertools.pairwise(known):
-        if ha != hb:
-            out += [a, b]
-    return out
+def _static_statuses(n: int, static: Sequence[bool | None] | None) -> dict[int, Status]:
+    if static is None or len(static) != n:
+        return {}
+    return {
+        i: Status.PRESENT if s else Status.ABSENT for i, s in enumerate(static) if s is not None
+    }
+
+
+def _contradicted(trusted: Mapping[int, Status], found: Mapping[int, Status]) -> list[int]:
+    return [
+        i
+        for i, s in found.items()
+        if i in trusted and s.has_symbol is not None and s.has_symbol != trusted[i].has_symbol
+    ]
+
+
+def _next_batch(
+    n: int, decided: Mapping[int, Status], probed: Mapping[int, Status], static: bool
+) -> list[int]:
+    """An undecided position in a change's gap; else every side of a change that no
+    import has checked; else (static answers, no change, no import yet) the newest."""
+    gap = _open_gap(decided)
+    if gap is not None:
+        return [gap]
+    sides = [i for b in boundaries(decided, set(probed)) for i in (b.before, b.after)]
+    todo = [i for i in dict.fromkeys(sides) if i not in probed]
+    if not todo and static and not probed:
+        todo = [n - 1]
+    return todo
 
 
 def sample_positions(n: int, samples: int) -> list[int]:
@@ -126,8 +168,8 @@ def _decided(found: Mapping[int, Status]) -> list[int]:
     return sorted(i for i, s in found.items() if s.has_symbol is not None)
 
 
-def _open_gap(n: int, found: Mapping[int, Status]) -> int | None:
-    """An unprobed position between two decided probes that disagree, nearest the
+def _open_gap(found: Mapping[int, Status]) -> int | None:
+    """A position not in ``found`` between two decided ones that disagree, nearest the
     middle of their gap; None once every change is pinned to neighbours."""
     decided = _decided(found)
     for a, b in itertools.pairwise(decided):
@@ -140,33 +182,30 @@ def _open_gap(n: int, found: Mapping[int, Status]) -> int | None:
     return None
 
 
-def _unverified_sides(found: Mapping[int, Status]) -> list[int]:
-    """Positions next to a boundary that are not yet probed (normally none: the binary
-    search ends on probed neighbours; this guards the invariant)."""
-    out: list[int] = []
-    for b in boundaries(found):
-        out += [i for i in (b.before, b.after) if i not in found]
-    return out
-
-
-def boundaries(found: Mapping[int, Status]) -> tuple[Boundary, ...]:
+def boundaries(found: Mapping[int, Status], probed: set[int] | None = None) -> tuple[Boundary, ...]:
+    """Changes between neighbouring decided positions; ``probed`` (default: all of
+    ``found``) are those an import decided."""
+    imported = set(found) if probed is None else probed
     decided = _decided(found)
     out = []
     for a, b in itertools.pairwise(decided):
         if found[a].has_symbol != found[b].has_symbol:
-            clean = all(i in found for i in range(a + 1, b)) and b - a == 1
+            clean = b - a == 1 and a in imported and b in imported
             out.append(Boundary(a, b, bool(found[b].has_symbol), clean))
     return tuple(out)
 
 
-def infer_rows(n: int, found: Mapping[int, Status]) -> tuple[Row, ...]:
-    """Probed rows as found; an unprobed row takes its decided neighbours' verdict when
+def infer_rows(
+    n: int, found: Mapping[int, Status], probed: set[int] | None = None
+) -> tuple[Row, ...]:
+    """Decided rows as found; an undecided row takes its decided neighbours' verdict when
     both agree, else stays ``not-probed``."""
+    imported = set(found) if probed is None else probed
     decided = _decided(found)
     rows = []
     for i in range(n):
         if i in found:
-            rows.append(Row(i, found[i], True))
+            rows.append(Row(i, found[i], i in imported, i not in imported))
             continue
         left = max((d for d in decided if d < i), default=None)
         right = min((d for d in decided if d > i), default=None)

@@ -1,6 +1,8 @@
 """Stored probe results: one small JSON file per (package, version, python, platform,
-symbol, resolver settings) under ``<cache>/probes/``, so a repeated question is answered
-without installing anything. Writes are atomic; an unreadable file is simply a miss."""
+symbol, resolver settings, method) under ``<cache>/probes/``, so a repeated question is
+answered without installing or reading anything. ``method`` is ``import`` (a real probe)
+or ``static`` (what the wheels' source said). Writes are atomic; an unreadable file is
+simply a miss. The index URL in a key is stored redacted."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from packaging.utils import canonicalize_name
 from vllmdiag import atomic
 from vllmdiag.paths import cache_root
 from vllmdiag.window.model import ProbeResult, Status
+from vllmdiag.window.wheel_source import StaticAnswer
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -26,8 +29,9 @@ class ProbeKey:
     python: str
     symbol: str
     exclude_newer: str | None = None
-    index_url: str | None = None
+    index_url: str | None = None  # redacted: the store never holds a password
     platform: str = sysconfig.get_platform()
+    method: str = "import"
 
     def identity(self) -> dict[str, object]:
         return {
@@ -39,6 +43,7 @@ class ProbeKey:
             "symbol": self.symbol,
             "exclude_newer": self.exclude_newer,
             "index_url": self.index_url,
+            "method": self.method,
         }
 
     def digest(self) -> str:
@@ -71,3 +76,26 @@ class ProbeStore:
 
     def put(self, key: ProbeKey, result: ProbeResult) -> None:
         atomic.write_json(self.path(key), {"key": key.identity(), "result": result.to_json()})
+
+    def get_static(self, key: ProbeKey) -> StaticAnswer | None:
+        try:
+            data = atomic.read_json(self.path(key))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("key") != key.identity():
+            return None
+        raw = data.get("static")
+        if not isinstance(raw, dict) or raw.get("has") not in (True, False, None):
+            return None
+        return StaticAnswer(
+            raw["has"], str(raw.get("detail", "")), stored=True, wheel=str(raw.get("wheel", ""))
+        )
+
+    def put_static(self, key: ProbeKey, answer: StaticAnswer) -> None:
+        atomic.write_json(
+            self.path(key),
+            {
+                "key": key.identity(),
+                "static": {"has": answer.has, "detail": answer.detail, "wheel": answer.wheel},
+            },
+        )

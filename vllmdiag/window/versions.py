@@ -35,7 +35,8 @@ def parse_specifier(text: str | None, *, what: str = "--versions") -> SpecifierS
         return SpecifierSet(text or "")
     except InvalidSpecifier:
         raise VllmdiagError(
-            f"{what}: not a version specifier: {text!r}",
+            f"not a version specifier: {text!r}",
+            where=what,
             hint="write it as pip would, e.g. '>=4.0,<5'",
         ) from None
 
@@ -47,7 +48,7 @@ def parse_date(text: str) -> datetime:
         when = datetime.fromisoformat(raw)
     except ValueError:
         raise VllmdiagError(
-            f"--exclude-newer: not a date: {text!r}", hint="write e.g. 2026-06-01"
+            f"not a date: {text!r}", where="--exclude-newer", hint="write e.g. 2026-06-01"
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 

@@ -1,0 +1,153 @@
+"""A ``bisect`` question: the request, its identity (which journal it owns), every
+argument checked before any network or env work, and the candidate versions between its
+ends on the index."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vllmdiag.envs.spec import default_python
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.window import args, index
+from vllmdiag.window.bisect_journal import SCHEMA
+from vllmdiag.window.consumers import nearby
+from vllmdiag.window.credentials import redact_url
+from vllmdiag.window.probe import check_python
+from vllmdiag.window.versions import candidates, parse_date
+
+if TYPE_CHECKING:
+    from vllmdiag.window.bisect_recipe import RecipeCell
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    package: str  # PKG or PKG[extra]
+    good: str
+    bad: str
+    command: tuple[str, ...]
+    python: str | None = None
+    exclude_newer: str | None = None
+    with_requirements: tuple[str, ...] = ()
+    repeat: int = 1
+    metric: str | None = None
+    threshold: float | None = None
+    timeout_s: float | None = None
+    pre: bool = False
+    fresh: bool = False  # discard an earlier journal of the same question
+    recipe: Path | None = None  # the check is this recipe's cell ...
+    cell: str | None = None  # ... run on its leg with PKG==V pinned
+
+    def identity(self) -> dict[str, object]:
+        return {
+            "schema": SCHEMA,
+            "package": self.package,
+            "good": self.good,
+            "bad": self.bad,
+            "command": list(self.command),
+            "python": self.python or default_python(),
+            "exclude_newer": self.exclude_newer,
+            "with": sorted(self.with_requirements),
+            "repeat": self.repeat,
+            "metric": self.metric,
+            "threshold": self.threshold,
+            "pre": self.pre,
+            "index": redact_url(index.configured_index()),
+        }
+
+
+def journal_key(identity: dict[str, object]) -> str:
+    blob = json.dumps(identity, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def validate(req: BisectRequest) -> RecipeCell | None:
+    """Every argument, before any network or env work; the recipe cell to check, if the
+    check is one."""
+    args.package(req.package, versions_allowed=False)
+    good, bad = args.version(req.good, "--good"), args.version(req.bad, "--bad")
+    if good == bad:
+        raise VllmdiagError(
+            f"--good and --bad are the same version ({good})",
+            where="--bad",
+            hint="give a version that checks good and a later (or earlier) one that checks bad",
+        )
+    args.at_least(req.repeat, 1, "--repeat")
+    if req.timeout_s is not None and req.timeout_s <= 0:
+        raise VllmdiagError(
+            f"{req.timeout_s:g} seconds is no time", where="--timeout", hint="give seconds > 0"
+        )
+    if (req.metric is None) != (req.threshold is None):
+        missing = "--threshold" if req.threshold is None else "--metric"
+        raise VllmdiagError(
+            "--metric and --threshold go together",
+            where=missing,
+            hint="e.g. --metric tokens_per_s --threshold 0.9 (bad below 90% of the good end)",
+        )
+    if req.threshold is not None and req.threshold <= 0:
+        raise VllmdiagError(
+            f"{req.threshold:g} is not a ratio", where="--threshold", hint="give a ratio > 0"
+        )
+    for text in req.with_requirements:
+        args.package(text, where="--with")
+    if req.exclude_newer:
+        parse_date(req.exclude_newer)
+    if req.python:
+        args.python_request(req.python)
+    if (req.recipe is None) != (req.cell is None):
+        missing = "--cell" if req.cell is None else "--recipe"
+        raise VllmdiagError(
+            "--recipe and --cell go together", where=missing, hint="name the recipe and its cell"
+        )
+    if req.recipe is None:
+        if not req.command:
+            raise VllmdiagError(
+                "no check to run",
+                hint="put the check command after --, e.g. vllmdiag bisect PKG --good V "
+                "--bad V -- python -c 'import pkg', or give --recipe/--cell",
+            )
+        return None
+    if req.command:
+        raise VllmdiagError(
+            "give either a command after -- or --recipe/--cell, not both",
+            hint="drop the command after -- to check the recipe's cell",
+        )
+    if req.python or req.exclude_newer or req.with_requirements or req.timeout_s:
+        raise VllmdiagError(
+            "--python, --exclude-newer, --with and --timeout come from the recipe here",
+            hint="a recipe cell runs on its own leg with PKG==V pinned; edit the recipe",
+        )
+    from vllmdiag.window.bisect_recipe import RecipeCell
+
+    assert req.cell is not None
+    return RecipeCell.load(req.recipe, req.cell)
+
+
+def bisect_versions(req: BisectRequest) -> list[str]:
+    """The candidates from ``good`` to ``bad`` (inclusive), ordered from the good end."""
+    pkg = args.package(req.package, versions_allowed=False)
+    python, _ = check_python(args.python_request(req.python or default_python()))
+    good, bad = args.version(req.good, "--good"), args.version(req.bad, "--bad")
+    lo, hi = min(good, bad), max(good, bad)
+    when = parse_date(req.exclude_newer) if req.exclude_newer else None
+    proj = index.project(pkg.name, where="PKG")
+    found = [
+        c.version
+        for c in candidates(
+            proj.files, python=python, pre=req.pre, exclude_newer=when, always=(good, bad)
+        )
+        if lo <= c.version <= hi
+    ]
+    for end, v in (("--good", good), ("--bad", bad)):
+        if v not in found:
+            raise VllmdiagError(
+                f"{pkg.name}=={v} is not an installable release here (Python {python})",
+                where=end,
+                hint="it may be yanked, absent from the index, newer than --exclude-newer "
+                f"or not built for this Python; releases near it: {nearby(proj.files, v)}",
+            )
+    ordered = found if good < bad else list(reversed(found))
+    return [str(v) for v in ordered]
