@@ -22,7 +22,7 @@ from typing import Any
 from vllmdiag import atomic, probes, proc, redact
 from vllmdiag.envs.gpu import gpu_info
 from vllmdiag.envs.spec import LegSpec
-from vllmdiag.envs.uvtool import append_log, resolver_message, uv, uv_run
+from vllmdiag.envs.uvtool import append_log, index_environ, resolver_message, uv, uv_run
 from vllmdiag.envs.verify import damage, freeze_versions, pin_problems, read_marker
 from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.locks import file_lock
@@ -180,17 +180,14 @@ class EnvCache:
                 "or set the leg's 'python' to one that exists",
             ) from None
         args: list[str | Path] = ["pip", "install", "--python", python]
-        if spec.index_url:
-            args += ["--default-index", spec.index_url]
-        for url in spec.extra_index_urls:
-            args += ["--index", url]
         if spec.exclude_newer:
             args += ["--exclude-newer", spec.exclude_newer]
         args += list(spec.requirements)
         if spec.requirements:
-            done = uv_run(*args)
+            indexes = index_environ(spec.index_url, spec.extra_index_urls)
+            done = uv_run(*args, extra_env=indexes)
             if log is not None:
-                append_log(log, done)
+                append_log(log, done, indexes)
             if not done.ok:
                 shutil.rmtree(path, ignore_errors=True)
                 raise EnvError(

@@ -42,8 +42,28 @@ def uv(*args: str | Path, timeout: float = 1800.0, what: str | None = None) -> s
     )
 
 
-def uv_run(*args: str | Path, timeout: float = 1800.0) -> proc.Completed:
-    return proc.run([uv_bin(), *map(str, args)], env=uv_environ(), timeout=timeout, capture=True)
+def uv_run(
+    *args: str | Path, timeout: float = 1800.0, extra_env: dict[str, str] | None = None
+) -> proc.Completed:
+    """Run uv; ``extra_env`` carries what must not show on a command line (an index URL
+    with a password would be in every process listing)."""
+    env = uv_environ()
+    if extra_env and "UV_DEFAULT_INDEX" in extra_env:
+        # the leg's index wins over the user's, as --default-index did
+        for name in ("UV_INDEX_URL", "PIP_INDEX_URL"):
+            env.pop(name, None)
+    env.update(extra_env or {})
+    return proc.run([uv_bin(), *map(str, args)], env=env, timeout=timeout, capture=True)
+
+
+def index_environ(index_url: str | None, extra_index_urls: tuple[str, ...]) -> dict[str, str]:
+    """A leg's indexes as uv's own variables, never as arguments."""
+    env: dict[str, str] = {}
+    if index_url:
+        env["UV_DEFAULT_INDEX"] = index_url
+    if extra_index_urls:
+        env["UV_INDEX"] = " ".join(extra_index_urls)
+    return env
 
 
 #: uv's progress lines, which say nothing of why a build failed.
@@ -65,8 +85,12 @@ def resolver_message(done: proc.Completed) -> str:
     return "\n".join(lines[first:])[-3000:]
 
 
-def append_log(log: Path, done: proc.Completed) -> None:
-    text = f"$ {shlex.join(redact.argv(done.argv))}\n{done.stdout}{done.stderr}\n[rc={done.rc}]\n"
+def append_log(log: Path, done: proc.Completed, env: dict[str, str] | None = None) -> None:
+    """Append a uv call to a leg's log: the variables it was given (redacted), the command,
+    its output and exit status."""
+    given = "".join(f"{k}={shlex.quote(v)} " for k, v in sorted((env or {}).items()))
+    command = shlex.join(redact.argv(done.argv))
+    text = f"$ {given}{command}\n{done.stdout}{done.stderr}\n[rc={done.rc}]\n"
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8") as fh:
