@@ -42,7 +42,8 @@ def test_benign_usage_stats_traceback_is_skipped_and_first_failing_worker_wins()
     assert rc.type == "torch.OutOfMemoryError"
     assert rc.process == "Worker_TP1 pid=5302"
     assert rc.known == "cuda-out-of-memory"
-    assert "gpu-memory-utilization-0.5" in (rc.next_step or "")
+    assert rc.next_step == "vllmdiag doctor LEG"
+    assert "gpu-memory-utilization-0.5" in (rc.advice or "")
     assert [b.type for b in t.benign] == ["json.decoder.JSONDecodeError"]
     assert "usage-stats-cpuinfo-json" in t.benign[0].why
     kinds = sorted(w.message[:26] for w in t.wrappers)
@@ -69,11 +70,12 @@ def test_ray_remote_traceback_is_the_root() -> None:
     assert rc.signature.startswith("ValueError: Free memory on device cuda:<n> (<n>/<n> GiB)")
 
 
-def test_no_traceback_says_killed_by_a_signal() -> None:
+def test_no_exception_and_no_death_line_says_unknown_not_a_guess() -> None:
     t = triage_file(LOGS / "silent_stop.log")
     assert t.root_cause is None
     assert t.tracebacks == 0
-    assert t.note is not None and "killed by a signal" in t.note
+    assert t.note is not None and t.note.startswith("unknown: no exception and no death line")
+    assert "killed by a signal?" not in t.note
     assert "it stops at: 'Encoder cache will be initialized with a budget of 16384" in t.note
 
 
@@ -81,9 +83,12 @@ def test_segfault_is_named_from_the_fatal_error_line() -> None:
     t = triage_file(LOGS / "segfault.log")
     rc = t.root_cause
     assert rc is not None
-    assert (rc.type, rc.message) == ("Fatal Python error", "Segmentation fault")
+    assert (rc.type, rc.message) == ("", "Fatal Python error: Segmentation fault")
     assert rc.process == "EngineCore_DP0 pid=9911"
     assert rc.known == "native-crash"
+    assert rc.evidence == "death-line"
+    # the stack faulthandler printed under it: the crash is in torch's layer_norm
+    assert (rc.origin, rc.package) == ("dependency", "torch")
     assert len(t.wrappers) == 1
 
 
@@ -91,7 +96,7 @@ def test_truncated_log() -> None:
     t = triage_file(LOGS / "truncated.log")
     assert t.root_cause is None
     assert t.truncated
-    assert t.note is not None and "truncated" in t.note
+    assert t.note is not None and "cut before its exception line" in t.note
 
 
 def test_binary_garbage_around_a_real_failure(tmp_path: Path) -> None:
@@ -287,7 +292,9 @@ def test_tensor_parallel_ranks_first_rank_to_fail_wins() -> None:
     assert rc is not None
     assert rc.process == "VllmWorker rank=3 pid=36103"
     assert rc.known == "cuda-illegal-memory-access"
-    assert rc.message == "CUDA error: an illegal memory access was encountered"
+    assert rc.message.startswith("CUDA error: an illegal memory access was encountered")
+    # torch's detail lines after the exception line belong to the message
+    assert rc.message.endswith("For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
     # three ranks + the engine's wrapper (logged and printed again: counted once)
     assert t.tracebacks == 4
     assert len(t.wrappers) == 1

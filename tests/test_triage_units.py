@@ -241,5 +241,5 @@ def test_signal_at_the_end_of_a_long_log(tmp_path: Path) -> None:
     t = triage_file(log)
     assert t.vllm_version == "0.26.0"
     assert t.root_cause is not None
-    assert (t.root_cause.type, t.root_cause.message) == ("Fatal Python error", "Aborted")
+    assert (t.root_cause.type, t.root_cause.message) == ("", "Fatal Python error: Aborted")
     assert t.root_cause.known == "native-crash"

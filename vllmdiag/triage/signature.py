@@ -39,6 +39,9 @@ def short_type(exc_type: str) -> str:
 
 
 def signature(exc_type: str, message: str) -> str:
-    """The grouping key of one exception: short type + masked message."""
+    """The grouping key of one exception: short type + masked message (the masked
+    message alone for an untyped cause: a death line, an untyped quote)."""
+    if not exc_type:
+        return mask(message)[:MAX_SIGNATURE]
     sig = f"{short_type(exc_type)}: {mask(message)}" if message else short_type(exc_type)
     return sig[:MAX_SIGNATURE]
