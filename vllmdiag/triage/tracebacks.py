@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field
 
 from vllmdiag.triage.lines import Line
+from vllmdiag.triage.traceback_model import MAX_FRAMES, Frame, Link, OpenTraceback, Traceback
+
+__all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
 
 _TB_START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?:,? in (?P<func>.+))?')
@@ -49,116 +51,17 @@ _NEW = re.compile(
 #: Lines of a stream that may pass before an open traceback is considered abandoned.
 STALE_FRAMES = 5000
 STALE_AFTER = 64
-MAX_FRAMES = 40  # innermost frames kept per link
 MAX_MESSAGE_LINES = 20
-HEAD_LINKS = 8  # a chain keeps its first links (the original exception) ...
-TAIL_LINKS = 8  # ... and its last ones; links in between are counted, not kept
 MAX_TRACEBACKS = 5000
 MAX_STREAMS = 4096
 HEADER_WINDOW = 8
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    file: str
-    line: int
-    func: str
-
-
-@dataclass(frozen=True)
-class Link:
-    """One exception of a traceback. ``relation``: None (first), ``cause``, ``context``
-    or ``remote`` (the traceback a Ray task error carries). ``kind``: ``exception``,
-    ``notice`` (V0's untyped "Exception in worker" text) or ``cut`` (the traceback
-    stopped before its exception line; ``type`` is empty)."""
-
-    type: str
-    message: str
-    frames: tuple[Frame, ...]
-    start_line: int
-    exc_line: int
-    relation: str | None = None
-    kind: str = "exception"
-    head: str = ""  # the message's first line
-
-    @property
-    def short_type(self) -> str:
-        return self.type.rsplit(".", 1)[-1]
-
-
-@dataclass(frozen=True)
-class Traceback:
-    process: str
-    level: str | None
-    header: str
-    links: tuple[Link, ...]
-    complete: bool
-    first_line: int
-    last_line: int
-    headless: bool = False  # its header was not in view
-    dropped_links: int = 0
-
-    def key(self) -> tuple[object, ...]:
-        """Identity for de-duplication: the logged and the raw copy of one traceback (the
-        raw one has the multiprocessing frames on top, so compare the innermost)."""
-        return (
-            self.process,
-            tuple((k.type, k.message, k.frames[-1].file if k.frames else "") for k in self.links),
-        )
-
-
-@dataclass
-class _Open:
-    header: str
-    level: str | None
-    start: int
-    last_seen: int
-    record: str | None = None
-    headless: bool = False
-    relation: str | None = None
-    links: list[Link] = field(default_factory=list)
-    tail: deque[Link] = field(default_factory=lambda: deque(maxlen=TAIL_LINKS))
-    dropped: int = 0
-    frames: deque[Frame] = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
-    state: str = "frames"  # frames | after | sep
-    kind: str = "exception"
-    exc_type: str = ""
-    exc_lines: list[str] = field(default_factory=list)
-    exc_line: int = 0
-    blank: bool = False
-    noise: int = 0
-    notice: Link | None = None  # V0's notice, kept while its traceback may give the type
-
-    def close_link(self, kind: str | None = None) -> Link:
-        link = Link(
-            self.exc_type,
-            " ".join(self.exc_lines).strip(),
-            tuple(self.frames),
-            self.start,
-            self.exc_line,
-            self.relation,
-            kind or self.kind,
-            self.exc_lines[0].strip() if self.exc_lines else "",
-        )
-        if len(self.links) < HEAD_LINKS:
-            self.links.append(link)
-        else:
-            if len(self.tail) == TAIL_LINKS:
-                self.dropped += 1
-            self.tail.append(link)
-        self.frames = deque(maxlen=MAX_FRAMES)
-        self.exc_lines = []
-        return link
-
-    def all_links(self) -> tuple[Link, ...]:
-        return (*self.links, *self.tail)
 
 
 class TracebackParser:
     """Feed normalised lines in order; read :attr:`done` after :meth:`finish`."""
 
     def __init__(self) -> None:
-        self.open: dict[tuple[str, bool], _Open] = {}
+        self.open: dict[tuple[str, bool], OpenTraceback] = {}
         self.last_text: dict[tuple[str, bool], tuple[int, str]] = {}
         self.orphans: dict[tuple[str, bool], deque[Frame]] = {}
         self.traceish: dict[tuple[str, bool], int] = {}  # last frame/code line per stream
@@ -194,7 +97,9 @@ class TracebackParser:
             return self._outside(key, line, stripped)
         return True
 
-    def _start(self, key: tuple[str, bool], line: Line, head: str, st: _Open | None) -> None:
+    def _start(
+        self, key: tuple[str, bool], line: Line, head: str, st: OpenTraceback | None
+    ) -> None:
         if st is not None and st.state == "sep" and not head:
             st.state, st.start, st.last_seen, st.blank = "frames", line.number, line.number, False
             return
@@ -213,7 +118,7 @@ class TracebackParser:
             seen, head = self.last_text.get(key, (0, ""))
             if seen < line.number - HEADER_WINDOW:
                 head = ""  # not the line right above: the reader skipped what was between
-        self.open[key] = _Open(
+        self.open[key] = OpenTraceback(
             head, line.level, line.number, line.number, line.record, notice=notice
         )
 
@@ -250,7 +155,7 @@ class TracebackParser:
         self, key: tuple[str, bool], line: Line, typ: str, msg: str, near: bool, kind: str
     ) -> None:
         frames = self.orphans.pop(key, None)
-        st = _Open("", line.level, line.number, line.number, line.record, headless=True)
+        st = OpenTraceback("", line.level, line.number, line.number, line.record, headless=True)
         if near and frames:
             st.frames = frames
         st.exc_type, st.exc_lines, st.exc_line, st.kind = typ, [msg], line.number, kind
@@ -261,7 +166,9 @@ class TracebackParser:
             st.close_link()
             st.relation, st.state = "remote", "frames"
 
-    def _in_frames(self, st: _Open, key: tuple[str, bool], line: Line, stripped: str) -> None:
+    def _in_frames(
+        self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str
+    ) -> None:
         text = line.text
         if text[:1] in (" ", "\t") or not stripped or stripped.startswith(("[Previous line", "^")):
             m = _FRAME.match(stripped)
@@ -283,7 +190,7 @@ class TracebackParser:
             return
         st.state, st.blank = "after", False
 
-    def _continues(self, st: _Open, line: Line, stripped: str) -> bool:
+    def _continues(self, st: OpenTraceback, line: Line, stripped: str) -> bool:
         """An unindented line that continues the exception's message: same record (raw
         output, or the same vLLM log record), no blank line before it."""
         return (
@@ -293,7 +200,7 @@ class TracebackParser:
             and _NEW.match(stripped) is None
         )
 
-    def _after(self, st: _Open, key: tuple[str, bool], line: Line, stripped: str) -> bool:
+    def _after(self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str) -> bool:
         if not stripped:
             st.blank = True
             return True
