@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from vllmdiag.triage.lines import Line
 from vllmdiag.triage.origin import origin_of
-from vllmdiag.triage.tracebacks import Frame
+from vllmdiag.triage.traceback_model import Frame
 
 _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)')
 _STACK_HEAD = re.compile(r"^(?:Current thread 0x[0-9a-f]+|Thread 0x[0-9a-f]+|Stack) \(most recent")

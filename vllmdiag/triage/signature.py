@@ -19,7 +19,7 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>)\]]+"), "<url>"),
     (re.compile(r"(?<![\w.])(?:~|\.{1,2})?(?:/[\w.@+~-]+)+/?"), "<path>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b"), "<id>"),
-    (re.compile(r"(?<![A-Za-z_<])[-+]?\d+(?:[.,]\d+)*"), "<n>"),
+    (re.compile(r"(?<![\w.<])[-+]?\d+(?:[.,]\d+)*"), "<n>"),
     (re.compile(r"\s+"), " "),
 )
 
