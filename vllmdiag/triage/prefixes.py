@@ -14,7 +14,7 @@ _ISO = r"\d{1,4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{
 #: Colour and cursor codes: real escapes, the ``^[[`` and ``ESC[`` spellings of a paste.
 ANSI = re.compile(r"(?:\x1b|\^\[|ESC)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 #: SGR codes whose escape byte was lost on the way into an issue (`` [36m(pid=1) [0m``).
-BARE_SGR = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
+BARE_SGR = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m ?")
 
 QUOTE = re.compile(r"^>\s+")  # a markdown quote
 BOX = re.compile(r"^\s*│\s?")  # a TUI log viewer's border (k9s)
