@@ -1,13 +1,14 @@
 """Stream a log in blocks and hand only the lines that matter to a callback.
 
 Most of a vLLM log is progress lines no triage needs. Every block is searched for a few
-literals that any line triage cares about contains (a traceback header, an exception or
-error word, a death or signal notice, the version and result lines): C-level substring
-searches, ~0.4 s/GiB each, anywhere in the file, so a fatal line in the middle of a
-huge log is found. Lines are handed over from a hit on (with a few lines of context
-before it: the frames above an exception line) and for as long as the consumer says it
-is in the middle of something. Memory stays flat: one block plus one carried partial
-line, whatever the size.
+literals that any fatal line contains (a traceback header, an exception or error word, a
+death or signal notice): C-level substring searches, ~0.5 s/GiB each, anywhere in the
+file, so a fatal line in the middle of a huge log is found. The version line is looked
+for in the first ``EDGE`` bytes only and the benchmark's result line in the last (in
+every block when the size is not known: a stream, a gzip'd file). Lines are handed over
+from a hit on (with a few lines of context before it: the frames above an exception
+line) and for as long as the consumer says it is in the middle of something. Memory
+stays flat: one block plus one carried partial line, whatever the size.
 
 The source is a path or a binary stream (standard input); gzip'd input is recognised by
 its magic bytes and decompressed on the fly.
@@ -15,6 +16,7 @@ its magic bytes and decompressed on the fly.
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -26,8 +28,8 @@ BLOCK = 1 << 20
 MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut here
 CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 
-#: Substrings of every line triage reads, searched in every block. Short on purpose:
-#: ``rror`` is Error and error, ``atal`` Fatal and fatal, ``illed`` Killed and killed.
+#: Substrings of every fatal line, searched in every block. Short on purpose: ``rror`` is
+#: Error and error, ``atal`` Fatal and fatal, ``illed`` Killed and killed.
 LITERALS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"rror",
@@ -38,16 +40,14 @@ LITERALS: tuple[bytes, ...] = (
     b"atal",
     b"fault",
     b"dumped",
-    b"signal",
-    b"xit",
-    b"engine (v",
-    b"ersion",
-    b"Throughput: ",
-    b"Avg latency: ",
+    b"SIG",
 )
+HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
+TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ")  # a finished run
+EDGE = 16 << 20
 
-#: Kept for readers that want a regex instead of literals (the fingerprint reader).
-MARKERS = re.compile(b"|".join(re.escape(lit) for lit in LITERALS))
+#: The same markers as one regex, for readers that want one.
+MARKERS = re.compile(b"|".join(re.escape(lit) for lit in LITERALS + HEAD_LITERALS + TAIL_LITERALS))
 
 Feed = Callable[[int, bytes], None]
 Source = Path | BinaryIO
@@ -110,38 +110,54 @@ def scan(
     state = _State(feed, busy, markers, anywhere)
     if isinstance(source, Path):
         with open(source, "rb") as fh:
-            return _run(state, fh)
-    return _run(state, source)
+            return _run(state, fh, os.fstat(fh.fileno()).st_size)
+    return _run(state, source, None)
 
 
-def _run(state: _State, fh: BinaryIO) -> ScanInfo:
+def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
+    """Hand ``state`` whole lines, block by block, without copying a block: the partial
+    line a block ends with is carried into the next one."""
     size = 0
     last = b""
     carry = b""
     gz = False
     for data, compressed in _blocks(fh):
         gz = compressed
+        known = None if gz else total
+        state.head = size - len(carry) < EDGE
+        state.tail = known is None or size + len(data) > known - EDGE
         size += len(data)
         last = data[-1:]
-        buf = carry + data if carry else data
-        cut = buf.rfind(b"\n")
-        if cut == -1:
-            if len(buf) <= MAX_LINE:
-                carry = buf
+        lo = 0
+        if carry:
+            nl = data.find(b"\n")
+            if nl == -1:
+                carry = _bounded(state, carry + data)
                 continue
-            state.block(buf[:MAX_LINE] + b"\n")  # one endless line: keep its head
-            state.cut += 1
-            carry = b""
-            continue
-        state.block(buf[: cut + 1])
-        carry = buf[cut + 1 :]
-        if len(carry) > MAX_LINE:
-            state.block(carry[:MAX_LINE] + b"\n")
-            state.cut += 1
-            carry = b""
+            joined = carry + data[: nl + 1]
+            state.block(joined, 0, len(joined))
+            lo, carry = nl + 1, b""
+        cut = data.rfind(b"\n")
+        if cut >= lo:
+            state.block(data, lo, cut + 1)
+            lo = cut + 1
+        carry = _bounded(state, data[lo:])
     if carry:
-        state.block(carry + b"\n")
+        state.head, state.tail = size - len(carry) < EDGE, True
+        carry += b"\n"
+        state.block(carry, 0, len(carry))
     return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut, state.last_line, gz)
+
+
+def _bounded(state: _State, carry: bytes) -> bytes:
+    """A partial line longer than ``MAX_LINE`` (binary garbage, one endless line) is
+    handed over cut to its head; what follows it up to a newline starts a new line."""
+    if len(carry) <= MAX_LINE:
+        return carry
+    head = carry[:MAX_LINE] + b"\n"
+    state.block(head, 0, len(head))
+    state.cut += 1
+    return b""
 
 
 class _State:
@@ -159,12 +175,14 @@ class _State:
         self.last_line = b""
         self.lineno = 0  # lines fully consumed before the current block
         self.cut = 0
+        self.head = True  # the block lies within EDGE bytes of the start
+        self.tail = True  # ... of the end (or the end is not known)
 
-    def block(self, block: bytes) -> None:
-        """``block`` ends with a newline. Hand over what matters, count the rest."""
-        pos, base, end = 0, self.lineno, len(block)
+    def block(self, block: bytes, lo: int, hi: int) -> None:
+        """``block[lo:hi]`` ends with a newline. Hand over what matters, count the rest."""
+        pos, base, end = lo, self.lineno, hi
         feed, busy = self.feed, self.busy
-        find = self._literals(block) if self.anywhere is not None else self._regex
+        find = self._literals(block, hi) if self.anywhere is not None else self._regex(hi)
         while pos < end:
             if not busy():
                 at = find(block, pos)
@@ -184,28 +202,45 @@ class _State:
             line = block[pos:nl]
             feed(base, line if len(line) <= MAX_LINE else line[:MAX_LINE])
             pos = nl + 1
-        self.lineno += block.count(b"\n")
-        tail = block.rstrip()
-        if tail:
-            self.last_line = tail[tail.rfind(b"\n") + 1 :][:MAX_LINE]
+        self.lineno += block.count(b"\n", lo, hi)
+        self._last_line(block, lo, hi)
 
-    def _regex(self, block: bytes, pos: int) -> int:
+    def _last_line(self, block: bytes, lo: int, hi: int) -> None:
+        end = hi
+        while end > lo and end > hi - 4096 and block[end - 1] in b" \t\r\n":
+            end -= 1
+        if end > hi - 4096 and end > lo:
+            start = max(block.rfind(b"\n", lo, end) + 1, lo)
+            self.last_line = block[start:end][:MAX_LINE]
+        elif end > lo:  # a long run of blank lines: rare, let the copy happen
+            tail = block[lo:hi].rstrip()
+            if tail:
+                self.last_line = tail[tail.rfind(b"\n") + 1 :][:MAX_LINE]
+
+    def _regex(self, hi: int) -> Callable[[bytes, int], int]:
         assert self.markers is not None
-        m = self.markers.search(block, pos)
-        return m.start() if m else -1
+        markers = self.markers
 
-    def _literals(self, block: bytes) -> Callable[[bytes, int], int]:
+        def find(block: bytes, pos: int) -> int:
+            m = markers.search(block, pos, hi)
+            return m.start() if m else -1
+
+        return find
+
+    def _literals(self, block: bytes, hi: int) -> Callable[[bytes, int], int]:
         """The next hit of any literal at or after ``pos``: each literal's next position
         is remembered, and searched again only once ``pos`` has passed it."""
         assert self.anywhere is not None
         lits = self.anywhere
-        nxt = [block.find(lit) for lit in lits]
+        if self.anywhere is LITERALS:
+            lits += (HEAD_LITERALS if self.head else ()) + (TAIL_LITERALS if self.tail else ())
+        nxt = [-2] * len(lits)  # -2: not searched yet, -1: no more in this block
 
         def find(_block: bytes, pos: int) -> int:
             best = -1
             for i, at in enumerate(nxt):
-                if 0 <= at < pos:
-                    at = nxt[i] = block.find(lits[i], pos)
+                if at == -2 or 0 <= at < pos:
+                    at = nxt[i] = block.find(lits[i], pos, hi)
                 if at >= 0 and (best < 0 or at < best):
                     best = at
             return best
