@@ -137,6 +137,12 @@ from vllmdiag.triage.tracebacks import Traceback, TracebackParser
             "ERROR",
             "  File",
         ),
+        (  # dynamo's logger, the paste indented
+            "    2025-06-06T19:02:34.252Z DEBUG dynamo_run::subprocess:     raise e",
+            "main",
+            None,
+            "    raise e",
+        ),
         (  # journald
             "Jan 28 10:40:07 localhost bash[367371]: RuntimeError: Engine process failed",
             "main",

@@ -13,11 +13,18 @@ logger, dynamo, xinference, gpustack, vllm-ascend's ``[UC][E]``). See ``prefixes
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from vllmdiag.triage import prefixes as px
 
 MAIN = "main"
+
+#: Raw lines with nothing to peel (a traceback's frames and source lines, a blank line,
+#: Python's chain separators): the common case inside a long traceback, kept cheap.
+_PLAIN = re.compile(
+    r"(?: +(?:File |[a-z_^~'\"{])| *$|Traceback \(|During handling of|The above exception)"
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,9 @@ def _peel(text: str) -> tuple[str, str]:
             text = px.BOX_END.sub("", text[box.end() :])
             continue
         m = px.CAPTURE.match(text)
+        if m is None and text[:1] == " ":  # an indented paste: markdown, a quote
+            m = px.CAPTURE.match(text.lstrip())
+            text = text.lstrip() if m else text
         if m and m.end():
             text = text[m.end() :]
             continue
@@ -87,6 +97,8 @@ def _peel(text: str) -> tuple[str, str]:
 
 def normalise(raw: str, number: int) -> Line:
     """Peel capture layers, colours, process tags and the logger prefix off ``raw``."""
+    if "\x1b" not in raw and "^[" not in raw and _PLAIN.match(raw):
+        return Line(number, MAIN, None, raw.rstrip().replace("\r", ""), None)
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")
     process, text = _peel(text)
     level: str | None = None
