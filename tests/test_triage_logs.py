@@ -311,3 +311,35 @@ def test_a_handled_error_is_not_the_root_cause(tmp_path: Path) -> None:
     )
     rc = triage_file(log).root_cause
     assert rc is not None and rc.known == "cutlass-thrmma-relocation"
+
+
+def test_a_cut_off_last_traceback_does_not_hide_an_earlier_complete_one(tmp_path: Path) -> None:
+    cut = (LOGS / "truncated.log").read_text()  # a worker's traceback, cut in its frames
+    log = tmp_path / "two.log"
+    log.write_text(THRMMA.read_text() + cut)
+    t = triage_file(log)
+    assert t.truncated
+    rc = t.root_cause
+    assert rc is not None and rc.known == "cutlass-thrmma-relocation"
+    assert rc.evidence == "traceback" and rc.process == "EngineCore_DP0 pid=41877"
+
+
+def test_an_empty_wrapper_quote_names_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "empty.log"
+    log.write_text(
+        "(EngineCore_DP0 pid=1) ERROR 10-29 08:32:26 [core.py:708] RuntimeError: Worker "
+        "failed with error '', please check the stack trace above for the root cause\n"
+    )
+    t = triage_file(log)
+    assert t.root_cause is None
+    assert t.note is not None and t.note.startswith("unknown: only wrappers are in view")
+
+
+def test_json_keeps_its_keys_and_adds_evidence_and_origin() -> None:
+    res = CliRunner().invoke(app, ["triage", str(LOGS / "h200_026_no_ctk_flavor.log"), "--json"])
+    assert res.exit_code == 0, res.output
+    rc = json.loads(res.stdout)["root_cause"]
+    assert {"type", "message", "process", "signature", "known", "next_step"} <= set(rc)
+    assert (rc["evidence"], rc["origin"], rc["package"]) == ("traceback", "dependency", "cutlass")
+    assert rc["known"] == "cutlass-dsl-no-ctk-flavor"
+    assert rc["next_step"] == "vllmdiag leg show RECIPE LEG --freeze"
