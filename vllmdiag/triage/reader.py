@@ -43,7 +43,8 @@ LITERALS: tuple[bytes, ...] = (
     b"SIG",
 )
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
-TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ")  # a finished run
+#: The end of a run: its results, or the exit status a harness notes.
+TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"xit code")
 EDGE = 16 << 20
 
 #: The same markers as one regex, for readers that want one.
