@@ -39,12 +39,12 @@ LITERALS: tuple[bytes, ...] = (
     b"atchdog",
     b"atal",
     b"fault",
-    b"dumped",
     b"SIG",
 )
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
-#: The end of a run: its results, or the exit status a harness notes.
-TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"xit code")
+#: The end of a run: its results, the shell's "(core dumped)" after the process it ran
+#: died, the exit status a harness notes.
+TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"dumped", b"xit code")
 EDGE = 16 << 20
 
 #: The same markers as one regex, for readers that want one.
