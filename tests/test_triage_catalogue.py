@@ -146,3 +146,13 @@ def test_advice_and_named_groups_fill_in() -> None:
     )
     assert rc.advice is not None and "gemma4" in rc.advice
     assert parse_command(rc.next_step.replace("<version>", "0.18.0"))[0] == ["window"]
+
+
+def test_an_error_about_a_path_with_brackets_prints_the_path(tmp_path: Path) -> None:
+    odd = tmp_path / "[bold]x"
+    odd.mkdir()
+    bad = odd / "c.yaml"
+    bad.write_bytes(b"entries:\n  - name: caf\xe9\n")
+    res = _cli("triage", str(LOGS / "segfault.log"), "--catalogue", str(bad))
+    assert res.exit_code == 1
+    assert f"{bad}:2: the catalogue is not UTF-8 text" in res.output

@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from vllmdiag.errors import VllmdiagError
 
@@ -39,7 +40,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except VllmdiagError as exc:
-        stderr.print(f"[bold red]error:[/] {exc.render()}", highlight=False, markup=True)
+        stderr.print(f"[bold red]error:[/] {escape(exc.render())}", highlight=False, markup=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         stderr.print("[yellow]interrupted[/]")
