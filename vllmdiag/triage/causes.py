@@ -10,7 +10,7 @@ import re
 from vllmdiag.triage.catalogue import Catalogue, Hit
 from vllmdiag.triage.deaths import Death
 from vllmdiag.triage.model import Evidence, EvidenceKind, RootCause
-from vllmdiag.triage.origin import Origin, origin_of
+from vllmdiag.triage.origin import ORIGINS, Origin, origin_of
 from vllmdiag.triage.signature import signature
 from vllmdiag.triage.tracebacks import Link, Traceback
 
@@ -126,7 +126,7 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
     why = f"no Python exception in view; process {d.process} died (line {d.line})"
     if d.strength == "follow-on":
         why += "; a follow-on death (killed by its parent, or a teardown): the cause may be missing"
-    origin: Origin = d.origin if d.origin in ("vllm", "dependency") else "unknown"  # type: ignore[assignment]
+    origin: Origin = d.origin if d.origin in ORIGINS else "unknown"
     return _cause(
         cat,
         ev,

@@ -10,13 +10,13 @@ the original exception stands for it (or the remote one of a Ray task error).
 Then tiers, the earliest candidate of the first tier that has one wins (the process that
 failed first):
 0. exceptions, and strong death lines (a named process died, a fatal Python error);
-1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``);
+1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), and the error a
+   wrapper quotes (the failing child's own output is not in view);
 2. a command line the program refused;
-3. the error a wrapper quotes (the failing child's own output is not in view);
-4. follow-on errors (an interrupt, a closed pipe, a plugin or request error vLLM went on
+3. follow-on errors (an interrupt, a closed pipe, a plugin or request error vLLM went on
    from) and follow-on deaths (exit -15: killed by its parent);
-5. vLLM's ``EngineCore encountered a fatal error`` without its traceback;
-6. tracebacks of background threads.
+4. vLLM's ``EngineCore encountered a fatal error`` without its traceback;
+5. tracebacks of background threads.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ SECONDARY = frozenset(
         "ZMQError",
     }
 )
-_DEATH_TIER = {"strong": 0, "signal": 1, "follow-on": 4, "weak": 5}
+_DEATH_TIER = {"strong": 0, "signal": 1, "follow-on": 3, "weak": 4}
 
 
 @dataclass(frozen=True)
@@ -127,19 +127,20 @@ def choose(
         if why is not None:
             benign.append(_skipped(tb, links[0], why))
             if why.startswith("uncaught in a background thread"):
-                cands.append(_exception(6, tb, links[0], cat, ev, "thread"))
+                cands.append(_exception(5, tb, links[0], cat, ev, "thread"))
             continue
         for k in links:
             if is_wrapper(k):
                 wrappers.append(_skipped(tb, k, "a wrapper the parent raises; the cause is above"))
                 inner = quoted(k)
                 if inner is not None:
-                    cands.append(_Candidate(3, k.exc_line, _quote(tb, k, inner, cat, ev)))
+                    cands.append(_Candidate(1, k.exc_line, _quote(tb, k, inner, cat, ev)))
         root = _root_link(links, cat, ev.vllm_version)
         if root is None:
             continue
         follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
-        cands.append(_exception(4 if follow else 0, tb, root, cat, ev, "follow-on" * follow))
+        label = "follow-on" if follow else ""
+        cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label))
     for d in ev.deaths:
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
     if ev.cli_error is not None:
@@ -149,7 +150,7 @@ def choose(
     if cands:
         best = min(cands, key=lambda c: (c.tier, c.line))
         cause = best.build()
-        if best.tier == 3:
+        if cause.evidence == "wrapper-message":
             note = "root cause read from a wrapper's message"
     else:
         note = unknown_note(ev, bool(wrappers), bool(tbs), truncated)
