@@ -59,6 +59,8 @@ def test_chained_exception_names_the_known_link() -> None:
     assert "chain of 3" in rc.reason
     assert rc.meaning is not None and "gemma4" in rc.meaning
     assert rc.process == "main"  # docker timestamps stripped, no process tag
+    # the frames under docker's timestamps keep their indentation: raised in transformers
+    assert (rc.origin, rc.package) == ("dependency", "transformers")
 
 
 def test_ray_remote_traceback_is_the_root() -> None:

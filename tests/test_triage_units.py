@@ -143,6 +143,18 @@ from vllmdiag.triage.tracebacks import Traceback, TracebackParser
             None,
             "    raise e",
         ),
+        (  # a frame under docker's timestamp keeps its indentation
+            '2026-09-21T04:02:11.482113Z   File "/v/x.py", line 1, in f',
+            "main",
+            None,
+            '  File "/v/x.py", line 1, in f',
+        ),
+        (  # a markdown quote around a frame line
+            '>   File "/v/x.py", line 1, in f',
+            "main",
+            None,
+            '  File "/v/x.py", line 1, in f',
+        ),
         (  # journald
             "Jan 28 10:40:07 localhost bash[367371]: RuntimeError: Engine process failed",
             "main",

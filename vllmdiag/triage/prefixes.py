@@ -16,17 +16,18 @@ ANSI = re.compile(r"(?:\x1b|\^\[|ESC)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 #: SGR codes whose escape byte was lost on the way into an issue (`` [36m(pid=1) [0m``).
 BARE_SGR = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m ?")
 
-QUOTE = re.compile(r"^>\s+")  # a markdown quote
+QUOTE = re.compile(r"^> ?(?=\S|  )")  # a markdown quote
 BOX = re.compile(r"^\s*│\s?")  # a TUI log viewer's border (k9s)
 BOX_END = re.compile(r"\s*│\s*$")
 
 #: What a capturer adds: an ISO timestamp (docker --timestamps, kubectl, CI; a first
 #: line may have lost its head), a CRI stream tag, syslog/journald's date, host and
-#: unit[pid], and a ``|`` separator after it.
+#: unit[pid], and one space or a ``|`` separator after it (no more: the indentation of a
+#: traceback's frame lines is the line's own).
 CAPTURE = re.compile(
     rf"^(?:\[{_ISO}\]|{_ISO}(?=\s)(?: (?:stdout|stderr) [FP](?= ))?"
     r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [\w.-]+ [\w.@/-]+(?:\[\d+\])?:)?)"
-    r"[ \t]*(?:\|[ \t]*)?"
+    r"(?:[ \t]?\|[ \t]?|[ \t])?"
 )
 
 #: docker compose's service column: ``vllm-server  | ``.
@@ -57,7 +58,7 @@ LOGGER = re.compile(
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
     r"|\[\d{4}-\d{2}-\d{2} [\d:,.]+ [EWIF] \d+ \d+\] [\w.]+:\d+: ?"
-    r"|(?:TRACE|DEBUG|INFO|WARN|ERROR)[ \t]+[A-Za-z_][\w.]*(?:::[\w.]+)*: "
+    r"| ?(?:TRACE|DEBUG|INFO|WARN|ERROR)[ \t]+[A-Za-z_][\w.]*(?:::[\w.]+)*: "
     rf"|[a-z][\w.]+ \d+ (?:{_LEVELS}) +"
     rf"|- [\w.]+ - (?:{_LEVELS}) - "
     r"|(?:\[[A-Z]{1,4}\]){2,} ?"
