@@ -25,6 +25,7 @@ def triage(
     logs: Annotated[
         list[str],
         typer.Argument(
+            metavar="LOG",
             help="A log file (plain or .gz), several, a run directory, or - for standard "
             "input (a paste).",
             show_default=False,
@@ -42,12 +43,14 @@ def triage(
 ) -> None:
     """Name the root cause of a failed run, or group many runs by root cause.
 
-    The root cause is the original exception in the process that failed first, or the
-    line saying a process died, not the wrappers the parent raises nor tracebacks that
-    did not end the run. It reads excerpts too: an exception line without its traceback
-    header, a cut-off paste, docker/kubectl/journald prefixes, Ray and V0 formats.
-    One log: its root cause, where it lies (origin), the catalogue's meaning and next
-    step. Several logs or a run directory: the attribution table.
+    The root cause is the original exception in the process that failed
+    first, or the line saying a process died: not the wrappers the parent
+    raises, nor tracebacks that did not end the run. Excerpts are read too:
+    an exception line without its traceback header, a cut-off paste,
+    docker, kubectl and journald prefixes, Ray and V0 formats.
+
+    One log: its root cause, whose failure it is (origin), the catalogue's
+    meaning and next step. Several logs or a run directory: the table.
     """
     with user_errors():
         cat = Catalogue.load(catalogue)
