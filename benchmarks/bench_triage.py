@@ -1,18 +1,23 @@
-"""``triage`` on a large log against the naive way, in one run.
+"""``triage`` on large logs against the naive way, in one run.
 
-Generates a realistic vLLM log (coloured process tags, logger prefixes, interleaved
-workers, a harmless usage-stats traceback near the start, warnings logged with a stack,
-the real failure in one worker near the end, the parent's wrappers last), then:
+Three generated logs, realistic vLLM output (coloured process tags, logger prefixes,
+interleaved workers):
 
-- vllmdiag: ``triage_file`` (streaming), in a child pinned to one core;
-- naive: read the whole file, strip colours, run the exception regex over all of it and
-  take the first hit (what a harness grepping for tracebacks does), in a child too.
+- ``end``: a harmless usage-stats traceback near the start, warnings logged with a stack
+  every ~256 MiB, the real failure in one worker near the end, the parent's wrapper last;
+- ``middle``: one rank dies without an exception (``Worker proc VllmWorker-2 died
+  unexpectedly``) in the middle of healthy ranks' noise, the noise goes on after it;
+- ``chain``: one exception chain of a million links (``During handling of the above
+  exception ...``), the original exception first.
 
-Each child reports its wall time and peak RSS. Targets: 1 GB in under 30 s on one core,
-peak memory under 200 MB.
+Each is triaged by vllmdiag (``triage_file``, streaming) and by the naive way (read the
+whole file, strip colours, run the exception regex over it, take the first hit: what a
+harness grepping for tracebacks does), each in a child pinned to one core that reports
+its wall time and peak RSS (VmHWM). Targets: 1 GiB in under 30 s on one core, peak
+memory under 200 MB.
 
-    python benchmarks/bench_triage.py [--size-mb 1024] [--keep PATH] [--skip-naive]
-        [--warn-every N]
+    python benchmarks/bench_triage.py [--case end middle chain] [--size-mb 1024]
+        [--links 1000000] [--keep DIR] [--skip-naive] [--warn-every N]
 """
 
 from __future__ import annotations
@@ -21,19 +26,22 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from vllmdiag import proc
 
 C, R = "\x1b[1;36m", "\x1b[0;0m"
 SP = "/opt/venvs/vllm-0.18.0/lib/python3.12/site-packages"
+BLOCK_LINES = 12_000
 
 
 def _tag(name: str, pid: int) -> str:
     return f"{C}({name} pid={pid}){R} "
 
 
-def _filler(n: int) -> list[str]:
+def _filler(n: int) -> bytes:
     out = []
     for i in range(n):
         w = i % 4
@@ -49,7 +57,7 @@ def _filler(n: int) -> list[str]:
             f"{1800 + i % 300}.2 tokens/s, Running: {i % 256} reqs, Waiting: 0 reqs, "
             f"GPU KV cache usage: {i % 100}.{i % 10}%, Prefix cache hit rate: 0.0%"
         )
-    return out
+    return ("\n".join(out) + "\n").encode()
 
 
 def _tb(prefix: str, frames: list[str], exc: str) -> list[str]:
@@ -59,8 +67,12 @@ def _tb(prefix: str, frames: list[str], exc: str) -> list[str]:
     return [*lines, prefix + exc]
 
 
-def generate(path: Path, size_mb: int, warn_every: int = 64) -> None:
-    usage = [
+def _text(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+USAGE = _text(
+    [
         "Exception in thread Thread-3 (_report_usage_worker):",
         *_tb(
             "",
@@ -68,10 +80,16 @@ def generate(path: Path, size_mb: int, warn_every: int = 64) -> None:
             "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
         ),
     ]
-    warn = _tb(
-        _tag("EngineCore_DP0", 5120) + "WARNING 09-22 21:00:00 [utils.py:1] ",
-        ["vllm/config/model.py"],
-        "UserWarning: deprecated field",
+)
+
+
+def gen_end(path: Path, size_mb: int, warn_every: int = 64) -> str:
+    warn = _text(
+        _tb(
+            _tag("EngineCore_DP0", 5120) + "WARNING 09-22 21:00:00 [utils.py:1] ",
+            ["vllm/config/model.py"],
+            "UserWarning: deprecated field",
+        )
     )
     real = _tb(
         _tag("Worker_TP1", 5301) + "ERROR 09-22 22:15:41 [multiproc_executor.py:671] ",
@@ -84,96 +102,169 @@ def generate(path: Path, size_mb: int, warn_every: int = 64) -> None:
         "RuntimeError: Engine core initialization failed. See root cause above. "
         "Failed core proc(s): {'EngineCore_DP0': 1}",
     )
-    block = ("\n".join(_filler(12_000)) + "\n").encode()
-    target = size_mb * 1024 * 1024
+    block = _filler(BLOCK_LINES)
     with open(path, "wb") as fh:
-        fh.write(("\n".join(usage) + "\n").encode())
+        fh.write(USAGE)
         written, n = 0, 0
-        while written < target:
+        while written < size_mb << 20:
+            fh.write(block)
+            written, n = written + len(block), n + 1
+            if n % warn_every == 0:
+                fh.write(warn)
+        fh.write(_text(real + wrap))
+    return (
+        "AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma' [Worker_TP1 pid=5301]"
+    )
+
+
+def gen_middle(path: Path, size_mb: int, warn_every: int = 64) -> str:
+    death = _text(
+        [
+            _tag("EngineCore_DP0", 5120) + "ERROR 09-22 21:30:00 [multiproc_executor.py:154] "
+            "Worker proc VllmWorker-2 died unexpectedly, shutting down executor."
+        ]
+    )
+    block = _filler(BLOCK_LINES)
+    total = size_mb << 20
+    with open(path, "wb") as fh:
+        fh.write(USAGE)
+        written, dead = 0, False
+        while written < total:
             fh.write(block)
             written += len(block)
-            n += 1
-            if n % warn_every == 0:
-                fh.write(("\n".join(warn) + "\n").encode())
-        fh.write(("\n".join(real + wrap) + "\n").encode())
+            if not dead and written >= total // 2:
+                fh.write(death)
+                dead = True
+    return ": Worker proc VllmWorker-2 died unexpectedly, shutting down executor. [VllmWorker-2]"
 
 
-VLLMDIAG = """
-import json, os, resource, sys, time
+def gen_chain(path: Path, links: int) -> str:
+    one = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/handler.py", line {i}, in handle\n'
+        "    step()\n"
+        "ValueError: link {i} failed\n\n"
+        "During handling of the above exception, another exception occurred:\n\n"
+    )
+    with open(path, "w") as fh:
+        for i in range(links):
+            fh.write(one.format(i=i))
+        fh.write('Traceback (most recent call last):\n  File "/srv/app/main.py", line 1, in m\n')
+        fh.write("RuntimeError: the last one\n")
+    return "ValueError: link 0 failed [main]"
+
+
+PRELUDE = """
+import json, os, re, sys, time
 from pathlib import Path
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+def peak_mib():
+    status = open('/proc/self/status').read()
+    return int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1)) / 1024
+"""
+
+VLLMDIAG = (
+    PRELUDE
+    + """
 from vllmdiag.triage import triage_file
 t0 = time.perf_counter()
 t = triage_file(Path(sys.argv[1]))
 dt = time.perf_counter() - t0
 rc = t.root_cause
-print(json.dumps({"s": dt, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-  "answer": f"{rc.type}: {rc.message} [{rc.process}]" if rc else None, "lines": t.lines,
-  "tracebacks": t.tracebacks}))
+print(json.dumps({"s": dt, "peak_mib": peak_mib(),
+  "answer": f"{rc.type}: {rc.message} [{rc.process}]" if rc else None, "lines": t.lines}))
 """
+)
 
-NAIVE = r"""
-import json, os, re, resource, sys, time
-os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+NAIVE = (
+    PRELUDE
+    + r"""
 t0 = time.perf_counter()
 text = open(sys.argv[1], encoding="utf-8", errors="replace").read()
 text = re.sub(r"\x1b\[[0-9;]*m", "", text)
 exc = re.compile(r"^(?:\(\S+ pid=\d+\) )?(?:[A-Z]+ \S+ \S+ \[\S+\] )?"
                  r"([\w.]+(?:Error|Exception)): (.*)$", re.M)
 hits = exc.findall(text)
-tbs = text.count("Traceback (most recent call last)")
 dt = time.perf_counter() - t0
-print(json.dumps({"s": dt, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-  "answer": ": ".join(hits[0]) if hits else None, "lines": text.count("\n"),
-  "tracebacks": tbs}))
+print(json.dumps({"s": dt, "peak_mib": peak_mib(),
+  "answer": ": ".join(hits[0]) if hits else None, "lines": text.count("\n")}))
 """
+)
 
 
-def child(code: str, log: Path) -> dict[str, object]:
+def child(code: str, log: Path) -> dict[str, Any]:
     done = proc.run([sys.executable, "-c", code, str(log)], capture=True, timeout=3600)
     if not done.ok:
         sys.exit(f"child failed (rc {done.rc}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_case(
+    name: str, make: Callable[[Path], str], tmp: Path, skip_naive: bool, keep: bool
+) -> dict[str, Any]:
+    log = tmp / f"{name}.log"
+    expected = make(log)
+    size = log.stat().st_size / 2**20
+    ours = child(VLLMDIAG, log)
+    ours["right"] = ours["answer"] is not None and ours["answer"].endswith(expected)
+    print(f"[{name}] log: {size:,.0f} MiB, {ours['lines']:,} lines")
+    print(
+        f"  vllmdiag triage : {ours['s']:7.2f} s  peak {ours['peak_mib']:7.1f} MiB  "
+        f"{size / ours['s']:6.0f} MiB/s  {'right' if ours['right'] else 'WRONG'}: "
+        f"{str(ours['answer'])[:110]}"
+    )
+    naive = None
+    if not skip_naive:
+        naive = child(NAIVE, log)
+        naive["right"] = naive["answer"] is not None and naive["answer"] in expected
+        print(
+            f"  naive read+regex: {naive['s']:7.2f} s  peak {naive['peak_mib']:7.1f} MiB  "
+            f"{size / naive['s']:6.0f} MiB/s  {'right' if naive['right'] else 'wrong'}: "
+            f"{str(naive['answer'])[:110]}"
+        )
+        print(
+            f"  ratio vllmdiag/naive: time {ours['s'] / naive['s']:.2f}, "
+            f"memory {ours['peak_mib'] / naive['peak_mib']:.3f}"
+        )
+    if not ours["right"]:
+        print(f"  expected: {expected}")
+    if not keep:
+        log.unlink()
+    return {"case": name, "size_mib": size, "vllmdiag": ours, "naive": naive}
+
+
+def main(args: argparse.Namespace) -> None:
+    results = []
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = args.keep or Path(tmpdir)
+        tmp.mkdir(parents=True, exist_ok=True)
+        makers: dict[str, Callable[[Path], str]] = {
+            "end": lambda p: gen_end(p, args.size_mb, args.warn_every),
+            "middle": lambda p: gen_middle(p, args.size_mb),
+            "chain": lambda p: gen_chain(p, args.links),
+        }
+        for name in args.case:
+            results.append(
+                run_case(name, makers[name], tmp, args.skip_naive, args.keep is not None)
+            )
+    print(json.dumps(results))
+    if not all(r["vllmdiag"]["right"] for r in results):
+        sys.exit("vllmdiag named the wrong root cause")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument(
+        "--case", nargs="+", choices=("end", "middle", "chain"), default=["end", "middle", "chain"]
+    )
     ap.add_argument("--size-mb", type=int, default=1024)
-    ap.add_argument("--keep", type=Path, help="write the log here and keep it")
+    ap.add_argument("--links", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=Path, help="write the logs into this directory and keep them")
     ap.add_argument("--skip-naive", action="store_true")
     ap.add_argument(
         "--warn-every",
         type=int,
         default=64,
-        help="a warning logged with a stack every N blocks of ~4 MiB (1: dense)",
+        help="end case: a warning logged with a stack every N blocks of ~4 MiB (1: dense)",
     )
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        log = args.keep or Path(tmp) / "big.log"
-        generate(log, args.size_mb, args.warn_every)
-        size = log.stat().st_size / 2**20
-        print(f"log: {size:,.0f} MiB")
-        ours = child(VLLMDIAG, log)
-        print(
-            f"vllmdiag triage : {ours['s']:7.2f} s  peak {ours['peak_mib']:7.1f} MiB  "
-            f"{size / float(ours['s']):6.0f} MiB/s  -> {ours['answer']}"
-        )  # type: ignore[arg-type]
-        if not args.skip_naive:
-            naive = child(NAIVE, log)
-            print(
-                f"naive read+regex: {naive['s']:7.2f} s  peak {naive['peak_mib']:7.1f} MiB  "
-                f"{size / float(naive['s']):6.0f} MiB/s  -> {naive['answer']}"
-            )  # type: ignore[arg-type]
-            print(
-                f"ratio time vllmdiag/naive = {float(ours['s']) / float(naive['s']):.2f}, "  # type: ignore[arg-type]
-                f"memory = {float(ours['peak_mib']) / float(naive['peak_mib']):.3f}"
-            )  # type: ignore[arg-type]
-        print(
-            json.dumps(
-                {"size_mib": size, "vllmdiag": ours, "naive": None if args.skip_naive else naive}
-            )
-        )
-
-
-if __name__ == "__main__":
-    main()
+    main(ap.parse_args())

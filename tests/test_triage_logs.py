@@ -42,7 +42,8 @@ def test_benign_usage_stats_traceback_is_skipped_and_first_failing_worker_wins()
     assert rc.type == "torch.OutOfMemoryError"
     assert rc.process == "Worker_TP1 pid=5302"
     assert rc.known == "cuda-out-of-memory"
-    assert "gpu-memory-utilization-0.5" in (rc.next_step or "")
+    assert rc.next_step == "vllmdiag doctor LEG"
+    assert "gpu-memory-utilization-0.5" in (rc.advice or "")
     assert [b.type for b in t.benign] == ["json.decoder.JSONDecodeError"]
     assert "usage-stats-cpuinfo-json" in t.benign[0].why
     kinds = sorted(w.message[:26] for w in t.wrappers)
@@ -58,6 +59,8 @@ def test_chained_exception_names_the_known_link() -> None:
     assert "chain of 3" in rc.reason
     assert rc.meaning is not None and "gemma4" in rc.meaning
     assert rc.process == "main"  # docker timestamps stripped, no process tag
+    # the frames under docker's timestamps keep their indentation: raised in transformers
+    assert (rc.origin, rc.package) == ("dependency", "transformers")
 
 
 def test_ray_remote_traceback_is_the_root() -> None:
@@ -69,11 +72,12 @@ def test_ray_remote_traceback_is_the_root() -> None:
     assert rc.signature.startswith("ValueError: Free memory on device cuda:<n> (<n>/<n> GiB)")
 
 
-def test_no_traceback_says_killed_by_a_signal() -> None:
+def test_no_exception_and_no_death_line_says_unknown_not_a_guess() -> None:
     t = triage_file(LOGS / "silent_stop.log")
     assert t.root_cause is None
     assert t.tracebacks == 0
-    assert t.note is not None and "killed by a signal" in t.note
+    assert t.note is not None and t.note.startswith("unknown: no exception and no death line")
+    assert "killed by a signal?" not in t.note
     assert "it stops at: 'Encoder cache will be initialized with a budget of 16384" in t.note
 
 
@@ -81,9 +85,12 @@ def test_segfault_is_named_from_the_fatal_error_line() -> None:
     t = triage_file(LOGS / "segfault.log")
     rc = t.root_cause
     assert rc is not None
-    assert (rc.type, rc.message) == ("Fatal Python error", "Segmentation fault")
+    assert (rc.type, rc.message) == ("", "Fatal Python error: Segmentation fault")
     assert rc.process == "EngineCore_DP0 pid=9911"
     assert rc.known == "native-crash"
+    assert rc.evidence == "death-line"
+    # the stack faulthandler printed under it: the crash is in torch's layer_norm
+    assert (rc.origin, rc.package) == ("dependency", "torch")
     assert len(t.wrappers) == 1
 
 
@@ -91,7 +98,7 @@ def test_truncated_log() -> None:
     t = triage_file(LOGS / "truncated.log")
     assert t.root_cause is None
     assert t.truncated
-    assert t.note is not None and "truncated" in t.note
+    assert t.note is not None and "cut before its exception line" in t.note
 
 
 def test_binary_garbage_around_a_real_failure(tmp_path: Path) -> None:
@@ -287,7 +294,9 @@ def test_tensor_parallel_ranks_first_rank_to_fail_wins() -> None:
     assert rc is not None
     assert rc.process == "VllmWorker rank=3 pid=36103"
     assert rc.known == "cuda-illegal-memory-access"
-    assert rc.message == "CUDA error: an illegal memory access was encountered"
+    assert rc.message.startswith("CUDA error: an illegal memory access was encountered")
+    # torch's detail lines after the exception line belong to the message
+    assert rc.message.endswith("For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
     # three ranks + the engine's wrapper (logged and printed again: counted once)
     assert t.tracebacks == 4
     assert len(t.wrappers) == 1
@@ -304,3 +313,35 @@ def test_a_handled_error_is_not_the_root_cause(tmp_path: Path) -> None:
     )
     rc = triage_file(log).root_cause
     assert rc is not None and rc.known == "cutlass-thrmma-relocation"
+
+
+def test_a_cut_off_last_traceback_does_not_hide_an_earlier_complete_one(tmp_path: Path) -> None:
+    cut = (LOGS / "truncated.log").read_text()  # a worker's traceback, cut in its frames
+    log = tmp_path / "two.log"
+    log.write_text(THRMMA.read_text() + cut)
+    t = triage_file(log)
+    assert t.truncated
+    rc = t.root_cause
+    assert rc is not None and rc.known == "cutlass-thrmma-relocation"
+    assert rc.evidence == "traceback" and rc.process == "EngineCore_DP0 pid=41877"
+
+
+def test_an_empty_wrapper_quote_names_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "empty.log"
+    log.write_text(
+        "(EngineCore_DP0 pid=1) ERROR 10-29 08:32:26 [core.py:708] RuntimeError: Worker "
+        "failed with error '', please check the stack trace above for the root cause\n"
+    )
+    t = triage_file(log)
+    assert t.root_cause is None
+    assert t.note is not None and t.note.startswith("unknown: only wrappers are in view")
+
+
+def test_json_keeps_its_keys_and_adds_evidence_and_origin() -> None:
+    res = CliRunner().invoke(app, ["triage", str(LOGS / "h200_026_no_ctk_flavor.log"), "--json"])
+    assert res.exit_code == 0, res.output
+    rc = json.loads(res.stdout)["root_cause"]
+    assert {"type", "message", "process", "signature", "known", "next_step"} <= set(rc)
+    assert (rc["evidence"], rc["origin"], rc["package"]) == ("traceback", "dependency", "cutlass")
+    assert rc["known"] == "cutlass-dsl-no-ctk-flavor"
+    assert rc["next_step"] == "vllmdiag leg show RECIPE LEG --freeze"

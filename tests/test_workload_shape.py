@@ -163,3 +163,49 @@ def test_the_fingerprint_reads_the_totals_a_benchmark_printed() -> None:
     )
     assert fp.workload == WorkloadShape(None, 262_164, 32_768)
     assert json.loads(json.dumps(fp.to_json()))["workload"]["prompt_tokens"] == 262_164
+
+
+def test_a_failure_in_vllmdiags_own_probe_is_an_error_never_a_verdict(tmp_path: Path) -> None:
+    """A vLLM whose engine arguments no longer round-trip through ``dataclasses.asdict``
+    (the 0.26 case) crashed the smoke probe itself: that is vllmdiag's failure."""
+    fake = tmp_path / "site"
+    (fake / "vllm" / "utils").mkdir(parents=True)
+    (fake / "vllm" / "engine").mkdir(parents=True)
+    (fake / "vllm" / "__init__.py").write_text("class LLM: pass\nclass SamplingParams: pass\n")
+    (fake / "vllm" / "utils" / "__init__.py").write_text("")
+    (fake / "vllm" / "utils" / "argparse_utils.py").write_text(
+        "from argparse import ArgumentParser as FlexibleArgumentParser\n"
+    )
+    (fake / "vllm" / "engine" / "__init__.py").write_text("")
+    (fake / "vllm" / "engine" / "arg_utils.py").write_text(
+        "class EngineArgs:\n"
+        "    @staticmethod\n"
+        "    def add_cli_args(p):\n"
+        "        p.add_argument('--model')\n"
+        "        return p\n"
+        "    @classmethod\n"
+        "    def from_cli_args(cls, args):\n"
+        "        return cls()\n"
+    )
+    path = tmp_path / "recipe.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        name: probe-bug
+        question: is a crash in the probe a verdict?
+        legs:
+          here:
+            path: {sys.executable}
+        baseline:
+          leg: here
+          env: {{PYTHONPATH: "{fake}"}}
+        workloads:
+          smoke: {{builtin: vllm-smoke, model: m}}
+        """)
+    )
+    report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
+    cell = report.results[0]
+    assert cell.outcome is Outcome.ERROR, cell
+    assert cell.root_cause is not None and cell.root_cause["origin"] == "tool"
+    assert cell.reason.startswith("vllmdiag's own code failed")
+    assert "vllm_smoke.py" in cell.reason
+    assert report.verdict.summary.startswith("The baseline has no result")

@@ -1,23 +1,35 @@
-"""``vllmdiag triage LOG...``: root cause of a failed run, or root-cause groups of many."""
+"""``vllmdiag triage LOG...``: root cause of a failed run, or root-cause groups of many.
+
+Everything shown comes from logs and catalogues, so it is data, never Rich markup: each
+string is escaped (or wrapped in ``Text``) before Rich sees it."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.triage import Catalogue, LogTriage, triage_file
-from vllmdiag.triage.attribution import group, labelled_logs
+from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, user_errors
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
+from vllmdiag.triage.attribution import group, labelled_logs, with_outcome
 
 
 def triage(
     logs: Annotated[
-        list[Path],
-        typer.Argument(help="A log file, several, or a run directory (its *.log files)."),
+        list[str],
+        typer.Argument(
+            metavar="LOG",
+            help="A log file (plain or .gz), several, a run directory, or - for standard "
+            "input (a paste).",
+            show_default=False,
+        ),
     ],
     catalogue: Annotated[
         Path | None,
@@ -31,71 +43,135 @@ def triage(
 ) -> None:
     """Name the root cause of a failed run, or group many runs by root cause.
 
-    The root cause is the original exception in the process that failed first, not the
-    wrappers the parent raises nor tracebacks that did not end the run.
-    One file: its root cause, its signature, the catalogue's meaning and next step, and
-    the wrappers skipped. Several files or a directory: the attribution table.
+    The root cause is the original exception in the process that failed
+    first, or the line saying a process died: not the wrappers the parent
+    raises, nor tracebacks that did not end the run. Excerpts are read too:
+    an exception line without its traceback header, a cut-off paste,
+    docker, kubectl and journald prefixes, Ray and V0 formats.
+
+    One log: its root cause, whose failure it is (origin), the catalogue's
+    meaning and next step. Several logs or a run directory: the table.
     """
     with user_errors():
         cat = Catalogue.load(catalogue)
-        single = len(logs) == 1 and not logs[0].is_dir()
-        found = labelled_logs(logs)
-        results = [triage_file(f, cat) for f, _ in found]
+        if logs.count(STDIN) > 1:
+            raise VllmdiagError("standard input (-) can be read once", hint="give - at most once")
+        results, labels = _triage_all(logs, cat, human(as_json))
         out = human(as_json)
+        warnings = [
+            f"catalogue entry {name} ({where}) ran past its time budget and was skipped: "
+            "simplify its pattern"
+            for name, where in cat.timed_out.items()
+        ]
+        for w in warnings:
+            stderr.print(Text(f"warning: {w}", style="yellow"))
+        single = len(logs) == 1 and (logs[0] == STDIN or not Path(logs[0]).is_dir())
         if single:
             if as_json:
-                emit_json(results[0].to_json())
+                emit_json({**results[0].to_json(), "warnings": warnings})
             else:
                 _show_one(out, results[0])
             return
-        attribution = group(results, {str(f): label for f, label in found})
+        attribution = group(results, labels)
         if as_json:
-            emit_json({**attribution.to_json(), "logs": [r.to_json() for r in results]})
+            emit_json(
+                {
+                    **attribution.to_json(),
+                    "logs": [r.to_json() for r in results],
+                    "warnings": warnings,
+                }
+            )
             return
         table = Table(title=f"root causes of {len(results)} logs", title_justify="left")
         for col in ("#", "root cause", "known", "members", "next step"):
             table.add_column(col, overflow="fold")
         for i, g in enumerate(attribution.groups, 1):
             table.add_row(
-                str(i), g.signature, g.known or "-", "\n".join(g.members), g.next_step or "-"
+                str(i),
+                Text(g.signature),
+                Text(g.known or "-"),
+                Text("\n".join(g.members)),
+                Text(g.next_step or "-"),
             )
         out.print(table)
+        for member in attribution.passed:
+            out.print(f"[green]passed[/] {escape(member)}", highlight=False)
         for member, note in attribution.unattributed:
-            out.print(f"[yellow]no root cause[/] {member}: {note}", highlight=False)
+            out.print(f"[yellow]no root cause[/] {escape(member)}: {escape(note)}", highlight=False)
+
+
+def _triage_all(
+    logs: list[str], cat: Catalogue, out: Console
+) -> tuple[list[LogTriage], dict[str, str]]:
+    results: list[LogTriage] = []
+    labels: dict[str, str] = {}
+    files = [Path(p) for p in logs if p != STDIN]
+    found = labelled_logs(files) if files else []
+    if STDIN in logs:
+        if sys.stdin.isatty():
+            out.print("reading a log from standard input; end it with Ctrl-D", style="dim")
+        results.append(triage_file(STDIN, cat, stream=sys.stdin.buffer))
+        labels[STDIN] = "(stdin)"
+    for f, label in found:
+        results.append(with_outcome(triage_file(f, cat), f))
+        labels[str(f)] = label
+    return results, labels
 
 
 def _show_one(out: Console, t: LogTriage) -> None:
-    rc = t.root_cause
+    version = f", vLLM {t.vllm_version}" if t.vllm_version else ""
     out.print(
-        f"[bold]{t.path}[/]  ({t.tracebacks} traceback(s), {t.lines} lines"
-        f"{', vLLM ' + t.vllm_version if t.vllm_version else ''})",
+        f"[bold]{escape(t.path)}[/]  ({t.tracebacks} traceback(s), {t.lines} lines"
+        f"{escape(version)})",
         highlight=False,
     )
+    if t.passed:
+        out.print("[green]passed[/]: the run recorded this cell as passed", highlight=False)
+        return
+    rc = t.root_cause
     if rc is None:
-        out.print(f"[yellow]no root cause found[/]: {t.note}", highlight=False)
+        out.print(f"[yellow]no root cause found[/]: {escape(t.note or '')}", highlight=False)
     else:
-        out.print(f"[bold red]root cause[/] {rc.type}: {rc.message}", highlight=False)
-        out.print(f"  process    {rc.process}, lines {rc.lines[0]}-{rc.lines[1]}", highlight=False)
-        out.print(f"  signature  {rc.signature}", highlight=False)
-        out.print(f"  known      {rc.known or '- (not in the catalogue)'}", highlight=False)
-        if rc.meaning:
-            out.print(f"  meaning    {rc.meaning}", highlight=False)
-        if rc.next_step:
-            out.print(f"  [bold]next[/]       {rc.next_step}", highlight=False)
-        out.print(f"  why        {rc.reason}", highlight=False)
-        if t.note:
-            out.print(f"  note       {t.note}", highlight=False)
+        _show_cause(out, rc, t.note)
     for w in t.wrappers:
         out.print(
-            f"  [dim]skipped wrapper (line {w.line}, {w.process}): {w.type}: {w.message[:160]}[/]",
-            highlight=False,
+            Text(
+                f"  skipped wrapper (line {w.line}, {w.process}): {w.type}: {w.message[:160]}",
+                style="dim",
+            )
         )
     for b in t.benign:
         out.print(
-            f"  [dim]skipped (line {b.line}, {b.process}): {b.type}: {b.message[:100]}"
-            f" -- {b.why[:160]}[/]",
-            highlight=False,
+            Text(
+                f"  skipped (line {b.line}, {b.process}): {b.type}: {b.message[:100]}"
+                f" -- {b.why[:160]}",
+                style="dim",
+            )
         )
+
+
+def _show_cause(out: Console, rc: RootCause, note: str | None) -> None:
+    what = f"{rc.type}: {rc.message}" if rc.type else rc.message
+    origin = rc.origin + (f" ({rc.package})" if rc.package and rc.origin != "vllm" else "")
+    rows = [
+        ("process", f"{rc.process}, lines {rc.lines[0]}-{rc.lines[1]}"),
+        ("evidence", rc.evidence),
+        ("origin", origin),
+        ("signature", rc.signature),
+        ("known", rc.known or "- (not in the catalogue)"),
+        ("meaning", rc.meaning),
+    ]
+    out.print(f"[bold red]root cause[/] {escape(what)}", highlight=False)
+    for label, value in rows:
+        if value:
+            out.print(f"  {label:<10} {escape(value)}", highlight=False)
+    if rc.next_step:
+        out.print(f"  [bold]next[/]       {escape(rc.next_step)}", highlight=False)
+    if rc.advice:
+        out.print(f"  advice     {escape(rc.advice)}", highlight=False)
+    out.print(f"  why        {escape(rc.reason)}", highlight=False)
+    if note:
+        out.print(f"  note       {escape(note)}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -350,10 +350,12 @@ class MatrixRun:
         if outcome is Outcome.FAIL and root is not None and root.get("origin") == "tool":
             # A probe or launcher of vllmdiag broke: that is vllmdiag's bug, not the cell's.
             outcome = Outcome.ERROR
+            frames = root.get("frames") or ["see the log"]
+            ours = next((f for f in reversed(frames) if "vllmdiag" in f), frames[-1])
             reason = (
                 "vllmdiag's own code failed, so this cell says nothing about the leg: "
                 f"{root.get('type') or 'error'}: {root.get('message') or ''} "
-                f"({root.get('where') or 'see the log'}); please report it to vllmdiag"
+                f"(at {ours}); please report it to vllmdiag"
             )
         if outcome is Outcome.PASS:
             problem, run_fp = self._shape(wl, argv, run_fp, cell.id)

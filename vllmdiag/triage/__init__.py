@@ -3,24 +3,29 @@ give it a signature, look it up in the catalogue, and group many logs by cause."
 
 from __future__ import annotations
 
-import re
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.attribution import attribute, labelled_logs, log_files
 from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.lines import normalise
 from vllmdiag.triage.model import Attribution, Evidence, Group, LogTriage, RootCause, Skipped
+from vllmdiag.triage.origin import ORIGINS, Origin
 from vllmdiag.triage.reader import scan
 from vllmdiag.triage.rootcause import choose
-from vllmdiag.triage.tracebacks import TracebackParser
+from vllmdiag.triage.watch import Watch
 
 __all__ = [
+    "ORIGINS",
+    "STDIN",
     "Attribution",
     "Catalogue",
     "Group",
     "LogTriage",
+    "Origin",
     "RootCause",
     "Skipped",
     "attribute",
@@ -29,80 +34,42 @@ __all__ = [
     "triage_file",
 ]
 
-_SIGNAL = re.compile(
-    r"Fatal Python error: .+|Segmentation fault|Segfault encountered|core dumped"
-    r"|^Killed\b|\bKilled$|\bSIG(?:KILL|SEGV|ABRT|BUS)\b|terminated by signal \d+"
-    r"|exitcode=-\d+|exit code -?(?:9|11|6|134|137|139)\b"
-)
-_VERSION = re.compile(
-    r"LLM engine \(v(?P<a>[^)\s]+)\)|API server version (?P<b>[\w.+-]+)"
-    r"|vLLM version (?P<c>[\w.+-]+)"
-)
+#: The name that stands for standard input on the command line.
+STDIN = "-"
 
 
-_FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ seconds")
-
-
-_CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/]*): error: (?P<msg>.+)$")
-
-
-class _Watch:
-    """What the reader notices besides tracebacks: signals and the vLLM version."""
-
-    def __init__(self, parser: TracebackParser) -> None:
-        self.parser = parser
-        self.signal: tuple[int, str, str] | None = None
-        self.fatal: tuple[int, str, str] | None = None
-        self.version: str | None = None
-        self.finished: str | None = None
-        self.cli_error: tuple[int, str, str] | None = None
-
-    def feed(self, number: int, raw: bytes) -> None:
-        line = normalise(raw.decode("utf-8", "replace"), number)
-        self.parser.feed(line)
-        text = line.text
-        if self.fatal is None and not self.parser.has_open and _SIGNAL.search(text):
-            hit = (number, text.strip(), line.process)
-            self.signal = self.signal or hit
-            if text.startswith("Fatal Python error"):
-                self.fatal = hit
-        if self.cli_error is None and ": error: " in text and not self.parser.has_open:
-            m = _CLI_ERROR.match(text.strip())
-            if m:
-                self.cli_error = (number, m["msg"], m["prog"])
-        if self.finished is None and _FINISHED.search(text):
-            self.finished = text.strip()
-        if self.version is None and ("version" in text or "engine (v" in text):
-            v = _VERSION.search(text)
-            if v:
-                self.version = v["a"] or v["b"] or v["c"]
-
-
-def triage_file(path: Path, catalogue: Catalogue | None = None) -> LogTriage:
-    """Triage one captured log, streaming it (memory does not grow with its size)."""
+def triage_file(
+    path: Path | str, catalogue: Catalogue | None = None, *, stream: BinaryIO | None = None
+) -> LogTriage:
+    """Triage one captured log (plain or gzip'd), streaming it: memory does not grow
+    with its size. ``stream`` reads from an open binary stream instead of ``path`` (which
+    then only names it, e.g. ``-`` for standard input)."""
     cat = catalogue or Catalogue.load()
-    parser = TracebackParser()
-    watch = _Watch(parser)
+    watch = Watch()
+    source: Path | BinaryIO = stream if stream is not None else Path(path)
     try:
-        info = scan(path, watch.feed, lambda: parser.has_open)
+        info = scan(source, watch.feed, watch.busy)
     except OSError as exc:
         raise VllmdiagError(
             f"cannot read the log: {exc.strerror or exc}",
             where=str(path),
-            hint="give the path of a captured log file or a run directory",
+            hint="give the path of a captured log file, a run directory, or - for stdin",
         ) from None
-    tracebacks = parser.finish()
-    signal = watch.fatal or watch.signal
+    except zlib.error as exc:
+        raise VllmdiagError(
+            f"the log looks gzip'd but does not decompress: {exc}",
+            where=str(path),
+            hint="check the file is whole (gzip -t), or give the uncompressed log",
+        ) from None
+    tracebacks = watch.parser.finish()
     ev = Evidence(
         vllm_version=watch.version,
-        signal_line=signal[0] if signal else None,
-        signal_text=signal[1] if signal else None,
-        signal_process=signal[2] if signal else None,
         ends_mid_line=info.ends_mid_line,
         finished=watch.finished,
         cli_error=watch.cli_error,
         last_line=normalise(info.last_line.decode("utf-8", "replace"), info.lines).text.strip(),
         lines=info.lines,
+        deaths=tuple(watch.deaths.finish()),
     )
     return choose(tracebacks, cat, ev, str(path))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -50,6 +52,26 @@ def labelled_logs(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     return out
 
 
+def recorded_outcome(log: Path) -> str | None:
+    """The outcome a vllmdiag run recorded for the cell whose log this is (its
+    ``result.json`` beside ``log.txt``), or None: not a cell's log, or no readable result
+    (then the log alone decides)."""
+    if log.name != "log.txt":
+        return None
+    try:
+        data = json.loads((log.parent / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    outcome = data.get("outcome") if isinstance(data, dict) else None
+    return outcome if isinstance(outcome, str) else None
+
+
+def with_outcome(log: LogTriage, path: Path) -> LogTriage:
+    """``log`` with the cell's recorded outcome attached, where there is one."""
+    outcome = recorded_outcome(path)
+    return dataclasses.replace(log, outcome=outcome) if outcome else log
+
+
 def log_files(paths: Sequence[Path]) -> list[Path]:
     """The files :func:`labelled_logs` picks, without their labels."""
     return [f for f, _ in labelled_logs(paths)]
@@ -57,11 +79,16 @@ def log_files(paths: Sequence[Path]) -> list[Path]:
 
 def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) -> Attribution:
     """Group triaged logs: by catalogue entry where known, else by signature. Members are
-    named by ``labels[log.path]`` where given, else by the log's path."""
+    named by ``labels[log.path]`` where given, else by the log's path. A cell the run
+    recorded as passed is listed as passed, whatever its log shows."""
     name = dict(labels or {})
     buckets: dict[str, list[LogTriage]] = {}
     unattributed: list[tuple[str, str]] = []
+    passed: list[str] = []
     for log in logs:
+        if log.passed:
+            passed.append(name.get(log.path, log.path))
+            continue
         rc = log.root_cause
         if rc is None:
             unattributed.append((name.get(log.path, log.path), log.note or "no root cause found"))
@@ -84,7 +111,7 @@ def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) ->
             )
         )
     groups.sort(key=lambda g: (-len(g.members), g.signature))
-    return Attribution(tuple(groups), tuple(unattributed), tuple(logs))
+    return Attribution(tuple(groups), tuple(unattributed), tuple(logs), tuple(passed))
 
 
 def attribute(paths: Sequence[Path], catalogue: Catalogue | None = None) -> Attribution:
@@ -93,5 +120,5 @@ def attribute(paths: Sequence[Path], catalogue: Catalogue | None = None) -> Attr
 
     cat = catalogue or Catalogue.load()
     found = labelled_logs(paths)
-    logs = [triage_file(f, cat) for f, _ in found]
+    logs = [with_outcome(triage_file(f, cat), f) for f, _ in found]
     return group(logs, {str(f): label for f, label in found})

@@ -1,7 +1,9 @@
 """The catalogue of known failure signatures: data (``catalogue.yaml``), not code.
 
 A user's file (``--catalogue FILE`` or ``$VLLMDIAG_CATALOGUE``) has the same format; its
-entries are tried before the bundled ones, so it can refine or override them.
+entries are tried before the bundled ones, so it can refine or override them. A pattern
+that could backtrack without end is refused at load, and a lookup runs under a time
+budget (see ``regexguard``): a catalogue cannot hang triage.
 """
 
 from __future__ import annotations
@@ -10,19 +12,22 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from vllmdiag.errors import ConfigError
+from vllmdiag.triage.regexguard import RegexTimeout, nested_repeat, time_limit
 
 BUNDLED = Path(__file__).resolve().parent / "catalogue.yaml"
 ENV_VAR = "VLLMDIAG_CATALOGUE"
-_KEYS = {"name", "pattern", "frames", "benign", "meaning", "next_step", "arms"}
+_KEYS = {"name", "pattern", "frames", "benign", "meaning", "next_step", "advice", "arms"}
+#: Text a pattern is searched in is cut here (a message can be a page long).
+MAX_MATCH_TEXT = 4000
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,7 @@ class Entry:
     frames: re.Pattern[str] | None = None
     benign: bool = False
     source: str = ""
+    advice: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class Hit:
     entry: Entry
     meaning: str
     next_step: str
+    advice: str | None = None
 
     @property
     def name(self) -> str:
@@ -65,6 +72,8 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
 @dataclass(frozen=True)
 class Catalogue:
     entries: tuple[Entry, ...]
+    #: Entries skipped because a lookup ran past the time budget, with where they are.
+    timed_out: dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def load(cls, extra: Path | None = None, *, use_env: bool = True) -> Catalogue:
@@ -85,15 +94,36 @@ class Catalogue:
         values: Mapping[str, str] | None = None,
     ) -> Hit | None:
         files = tuple(frames)
-        for entry in self.entries:
-            m = entry.pattern.search(signature) or entry.pattern.search(raw)
-            if m is None:
-                continue
-            if entry.frames is not None and not any(entry.frames.search(f) for f in files):
-                continue
-            vals = {**(values or {}), **{k: v for k, v in m.groupdict().items() if v}}
-            return Hit(entry, _fill(entry.meaning, vals), _fill(entry.next_step, vals))
+        raw = raw[:MAX_MATCH_TEXT]
+        start = 0
+        while start < len(self.entries):
+            current = start
+            try:
+                with time_limit():
+                    for current in range(start, len(self.entries)):
+                        entry = self.entries[current]
+                        if entry.name in self.timed_out:
+                            continue
+                        m = entry.pattern.search(signature) or entry.pattern.search(raw)
+                        if m is None:
+                            continue
+                        if entry.frames is not None and not any(
+                            entry.frames.search(f) for f in files
+                        ):
+                            continue
+                        return _hit(entry, m, values)
+                return None
+            except RegexTimeout:
+                slow = self.entries[current]
+                self.timed_out[slow.name] = slow.source
+                start = current + 1
         return None
+
+
+def _hit(entry: Entry, m: re.Match[str], values: Mapping[str, str] | None) -> Hit:
+    vals = {**(values or {}), **{k: v for k, v in m.groupdict().items() if v}}
+    advice = _fill(entry.advice, vals) if entry.advice else None
+    return Hit(entry, _fill(entry.meaning, vals), _fill(entry.next_step, vals), advice)
 
 
 def load_file(path: Path) -> list[Entry]:
@@ -116,6 +146,13 @@ def _load_cached(path: Path, _mtime: int, _size: int) -> tuple[Entry, ...]:
 def _parse(path: Path) -> list[Entry]:
     try:
         text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"the catalogue is not UTF-8 text (byte 0x{exc.object[exc.start]:02x})",
+            where=f"{path}:{line}",
+            hint="save it as UTF-8 YAML, or give the right file",
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"cannot read the catalogue: {exc.strerror or exc}",
@@ -128,10 +165,21 @@ def _parse(path: Path) -> list[Entry]:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(f"not valid YAML: {exc.problem}", where=where) from None
-    if not isinstance(root, CommentedMap) or not isinstance(root.get("entries"), list):
+    except YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", where=str(path)) from None
+    if not isinstance(root, CommentedMap):
         raise ConfigError(
-            "a catalogue is a mapping with a list under 'entries'",
+            "a catalogue is a mapping with a list under 'entries', not "
+            + ("an empty file" if root is None else f"a {_kind(root)}"),
             where=f"{path}:1:1",
+            hint="see the bundled vllmdiag/triage/catalogue.yaml for the format",
+        )
+    if not isinstance(root.get("entries"), list):
+        got = root.get("entries")
+        raise ConfigError(
+            "'entries' must be a list of entries, not "
+            + ("missing" if got is None else f"a {_kind(got)}"),
+            where=_key_where(path, root, "entries"),
             hint="see the bundled vllmdiag/triage/catalogue.yaml for the format",
         )
     out: list[Entry] = []
@@ -139,6 +187,22 @@ def _parse(path: Path) -> list[Entry]:
         where = _where(path, root["entries"], i)
         out.append(_entry(item, where, path))
     return out
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "mapping"
+    if isinstance(value, list):
+        return "list"
+    return f"{type(value).__name__} ({str(value)[:40]!r})"
+
+
+def _key_where(path: Path, root: Any, key: str) -> str:
+    try:
+        line, col = root.lc.key(key)
+        return f"{path}:{line + 1}:{col + 1}"
+    except (AttributeError, KeyError, TypeError):
+        return f"{path}:1:1"
 
 
 def _where(path: Path, seq: Any, index: int) -> str:
@@ -169,6 +233,9 @@ def _entry(item: Any, where: str, path: Path) -> Entry:
     arms = item.get("arms") or []
     if not isinstance(arms, list) or not all(isinstance(a, str) for a in arms):
         raise ConfigError("'arms' is a list of arm names", where=where)
+    advice = item.get("advice") or ""
+    if not isinstance(advice, str):
+        raise ConfigError("'advice' is a string", where=where)
     return Entry(
         name=item["name"].strip(),
         pattern=pattern,
@@ -177,7 +244,8 @@ def _entry(item: Any, where: str, path: Path) -> Entry:
         arms=tuple(arms),
         frames=frames,
         benign=bool(item.get("benign", False)),
-        source=str(path),
+        source=where,
+        advice=" ".join(advice.split()),
     )
 
 
@@ -185,6 +253,14 @@ def _regex(text: Any, where: str, key: str) -> re.Pattern[str]:
     if not isinstance(text, str):
         raise ConfigError(f"'{key}' must be a string (a Python regex)", where=where)
     try:
-        return re.compile(text)
+        compiled = re.compile(text)
     except re.error as exc:
         raise ConfigError(f"'{key}' is not a valid regex: {exc}", where=where) from None
+    nested = nested_repeat(text)
+    if nested:
+        raise ConfigError(
+            f"'{key}' could backtrack without end: {nested}",
+            where=where,
+            hint="repeat a simple class instead, e.g. '(a+)+$' -> 'a+$'",
+        )
+    return compiled

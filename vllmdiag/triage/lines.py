@@ -1,11 +1,14 @@
 """One captured log line, stripped to what a reader needs: which process, which level,
-what text.
+which log record, what text.
 
-vLLM's output reaches a log with up to four layers around the text: a timestamp added by
-whatever captured it (docker, CI, journald), ANSI colours, a process tag added by vLLM's
-child processes (``(EngineCore_DP0 pid=123)``, ``(Worker_TP1 pid=9)``, ``(RayWorkerWrapper
-pid=7, ip=10.0.0.1)``, newer ``(Engine (DP0))``), and vLLM's logger prefix
-(``INFO 09-21 12:34:56 [core.py:123]``, older ``INFO 09-21 12:34:56 core.py:123]``).
+A line reaches a log with layers around vLLM's text, in any mix: a markdown quote or a
+k9s box border (pasted from a viewer), a capture timestamp (docker, kubectl, CI,
+journald with its host and unit, a CRI ``stdout F`` stream tag), a docker compose
+``service  |`` column, ANSI colours (real, ``^[[``-spelled, or with the escape byte
+lost), process tags (``(EngineCore_DP0 pid=1)``, ``(RayWorkerWrapper pid=7, ip=..)``,
+nested ones, torch's ``[rank0]:``), and a logger prefix: vLLM's (``INFO 09-21 12:34:56
+[core.py:123]``, V0's ``core.py:123]``, no date), or a foreign one (glog/c10, Ray's C++
+logger, dynamo, xinference, gpustack, vllm-ascend's ``[UC][E]``). See ``prefixes``.
 """
 
 from __future__ import annotations
@@ -13,66 +16,106 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vllmdiag.triage import prefixes as px
+
 MAIN = "main"
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-_EXTERNAL_TS = re.compile(
-    r"^(?:"
-    r"\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
-    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [\w.-]+ [\w.@/-]+\[\d+\]:)?"
-    r")[ \t]*(?:\|[ \t]*)?"
-)
-_PROCESS = re.compile(
-    r"^\((?:"
-    r"(?P<name>[A-Za-z][\w-]*(?: \(\w+\)| rank=\d+)?) pid=(?P<pid>\d+)(?:, ip=[^)]*)?"
-    r"|pid=(?P<rpid>\d+)(?:, ip=[^)]*)?"
-    r"|(?P<short>(?:Engine|Worker|API)(?: \(\w+\))?)"
-    r")\) ?"
-)
-_LOGGER = re.compile(
-    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) +"
-    r"(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)? +"
-    r"(?:[\w-]*\[[^\]\s]+:\d+\]|[\w./-]+:\d+\]) ?"
+#: Raw lines with nothing to peel (a traceback's frames and source lines, a blank line,
+#: Python's chain separators): the common case inside a long traceback, kept cheap.
+_PLAIN = re.compile(
+    r"(?: +(?:File |[a-z_^~'\"{])| *$|Traceback \(|During handling of|The above exception)"
 )
 
 
 @dataclass(frozen=True)
 class Line:
     """A normalised line: ``process`` is ``main`` for untagged lines; ``level`` is the
-    vLLM logger level, or None for raw output (print, a traceback written by Python)."""
+    vLLM logger level, or None for raw output (print, a traceback written by Python, a
+    foreign logger); ``record`` identifies the log record the line belongs to (its
+    logger prefix), None for raw output: continuation lines of one record share it."""
 
     number: int
     process: str
     level: str | None
     text: str
+    record: str | None = None
 
 
 def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    if "\x1b" in text or "[" in text:
+        text = px.ANSI.sub("", text)
+        if "m" in text:
+            text = px.BARE_SGR.sub("", text)
+    return text
+
+
+def _tag(text: str) -> tuple[str, str] | None:
+    """(process, rest) when ``text`` starts with a process tag."""
+    p = px.PROCESS.match(text)
+    if p is None:
+        return None
+    if p.group("name"):
+        proc = f"{p.group('name')} pid={p.group('pid')}"
+    elif p.group("rpid"):
+        proc = f"pid={p.group('rpid')}"
+    elif p.group("rank"):
+        proc = f"rank{p.group('rank')}"
+    else:
+        proc = p.group("short")
+    return proc, text[p.end() :]
+
+
+def _peel(text: str) -> tuple[str, str]:
+    """Capture layers and process tags off the front; the innermost tag names the
+    process (vLLM's own tag inside a Ray or engine tag)."""
+    process = MAIN
+    for i in range(8):
+        if i == 0:
+            text = px.QUOTE.sub("", text, count=1)
+        box = px.BOX.match(text)
+        if box:
+            text = px.BOX_END.sub("", text[box.end() :])
+            continue
+        m = px.CAPTURE.match(text)
+        if m is None and text[:1] == " ":  # an indented paste: markdown, a quote
+            m = px.CAPTURE.match(text.lstrip())
+            text = text.lstrip() if m else text
+        if m and m.end():
+            text = text[m.end() :]
+            continue
+        tagged = _tag(text) or (_tag(text.lstrip()) if text[:1] == " " else None)
+        if tagged:
+            process, text = tagged
+            continue
+        m = px.COMPOSE.match(text)
+        if m:
+            text = text[m.end() :]
+            continue
+        break
+    return process, text
 
 
 def normalise(raw: str, number: int) -> Line:
-    """Peel the capture timestamp, colours, process tag and logger prefix off ``raw``."""
+    """Peel capture layers, colours, process tags and the logger prefix off ``raw``."""
+    if "\x1b" not in raw and "^[" not in raw and _PLAIN.match(raw):
+        return Line(number, MAIN, None, raw.rstrip().replace("\r", ""), None)
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")
-    process = MAIN
+    process, text = _peel(text)
     level: str | None = None
-    for _ in range(2):  # a capture timestamp can sit before or after the process tag
-        m = _EXTERNAL_TS.match(text)
-        if m:
-            text = text[m.end() :]
-        p = _PROCESS.match(text)
-        if p and process == MAIN:
-            if p.group("name"):
-                process = f"{p.group('name')} pid={p.group('pid')}"
-            elif p.group("rpid"):
-                process = f"pid={p.group('rpid')}"
-            else:
-                process = p.group("short")
-            text = text[p.end() :]
-            continue
-        break
-    lg = _LOGGER.match(text)
+    record: str | None = None
+    lg = px.LOGGER.match(text)
     if lg:
         level = "WARNING" if lg.group("level") == "WARN" else lg.group("level")
+        record = text[: lg.end()].strip()
         text = text[lg.end() :]
-    return Line(number, process, level, text)
+    else:
+        fg = px.FOREIGN.match(text)
+        if fg:
+            record = text[: fg.end()].strip()
+            text = text[fg.end() :]
+            if record.startswith("[UC]"):
+                text = px.UC_SUFFIX.sub("", text)
+            tagged = _tag(text)  # torch's [rankN]: after a glog prefix, or the reverse
+            if tagged and process == MAIN:
+                process, text = tagged
+    return Line(number, process, level, text.rstrip(), record)

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from vllmdiag.triage.deaths import Death
+from vllmdiag.triage.origin import Origin
+
+#: How the root cause was read: a traceback with its header in view, an exception line
+#: without it, a line saying a process died, a wrapper's quote of the child's error, or a
+#: command line the program refused.
+EvidenceKind = Literal["traceback", "exception-line", "death-line", "wrapper-message", "cli-error"]
 
 
 @dataclass(frozen=True)
 class RootCause:
-    """The original exception in the process that failed first."""
+    """The original exception in the process that failed first (or the line saying it
+    died). ``origin`` says whose failure it is: ``tool`` (vllmdiag's own code: an error,
+    never a verdict), ``vllm``, ``dependency`` (``package`` names it), ``user`` or
+    ``unknown``."""
 
     type: str
     message: str
@@ -20,6 +31,15 @@ class RootCause:
     meaning: str | None = None
     reason: str = ""
     frames: tuple[str, ...] = ()  # the innermost frames, "file:line in func"
+    evidence: EvidenceKind = "traceback"
+    origin: Origin = "unknown"
+    package: str | None = None  # the package the origin frame is in (vllm, torch, ...)
+    advice: str | None = None  # the catalogue's advice besides its next step
+
+    @property
+    def is_tool_error(self) -> bool:
+        """The failure lies in vllmdiag's own code: the cell is an ERROR, not a FAIL."""
+        return self.origin == "tool"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -33,6 +53,10 @@ class RootCause:
             "lines": list(self.lines),
             "reason": self.reason,
             "frames": list(self.frames),
+            "evidence": self.evidence,
+            "origin": self.origin,
+            "package": self.package,
+            "advice": self.advice,
         }
 
 
@@ -67,6 +91,11 @@ class LogTriage:
     vllm_version: str | None = None
     truncated: bool = False
     lines: int = 0
+    outcome: str | None = None  # a vllmdiag cell's recorded outcome (pass, fail, ...)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +108,7 @@ class LogTriage:
             "vllm_version": self.vllm_version,
             "truncated": self.truncated,
             "lines": self.lines,
+            "outcome": self.outcome,
         }
 
 
@@ -109,11 +139,13 @@ class Attribution:
     groups: tuple[Group, ...]
     unattributed: tuple[tuple[str, str], ...] = ()  # (member, note): no root cause found
     logs: tuple[LogTriage, ...] = ()
+    passed: tuple[str, ...] = ()  # cells of a run directory whose outcome is pass
 
     def to_json(self) -> dict[str, Any]:
         return {
             "groups": [g.to_json() for g in self.groups],
             "unattributed": [{"member": m, "note": n} for m, n in self.unattributed],
+            "passed": list(self.passed),
         }
 
 
@@ -122,11 +154,9 @@ class Evidence:
     """What the reader saw besides tracebacks."""
 
     vllm_version: str | None = None
-    signal_line: int | None = None
-    signal_text: str | None = None
-    signal_process: str | None = None
     ends_mid_line: bool = False
     lines: int = 0
     finished: str | None = None  # the benchmark's result line, when the run printed one
     last_line: str = ""  # the log's last non-blank line (normalised)
     cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
+    deaths: tuple[Death, ...] = ()  # lines saying a process died, in log order

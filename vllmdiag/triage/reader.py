@@ -1,43 +1,57 @@
 """Stream a log in blocks and hand only the lines that matter to a callback.
 
-Most of a vLLM log is progress lines no triage needs. A block without a marker is
-skipped with C-level searches and a newline count; inside a block, lines are handed over
-one by one only from a marker on and for as long as the consumer says it is in the middle
-of something (an open traceback). Memory stays flat: one block plus one carried partial
-line, whatever the file size.
+Most of a vLLM log is progress lines no triage needs. Every block is searched for a few
+literals that any fatal line contains (a traceback header, an exception or error word, a
+death or signal notice): C-level substring searches, ~0.5 s/GiB each, anywhere in the
+file, so a fatal line in the middle of a huge log is found. The version line is looked
+for in the first ``EDGE`` bytes only and the benchmark's result line in the last (in
+every block when the size is not known: a stream, a gzip'd file). Lines are handed over
+from a hit on (with a few lines of context before it: the frames above an exception
+line) and for as long as the consumer says it is in the middle of something. Memory
+stays flat: one block plus one carried partial line, whatever the size.
 
-Where to look for what: a traceback can be anywhere, so its start is searched in every
-block (a plain substring search, ~0.3 s/GiB). Everything else (signals, the version line,
-a refused command line, the result line) sits at the start or the end of a run's log, so
-the full marker regex (an alternation, ~10 s/GiB) runs only on the first and last
-``EDGE`` bytes.
+The source is a path or a binary stream (standard input); gzip'd input is recognised by
+its magic bytes and decompressed on the fly.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 BLOCK = 1 << 20
 MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut here
-CONTEXT = 3  # lines before a marker handed over too (the traceback's header)
+CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 
-MARKERS = re.compile(
-    rb"Traceback \(most recent call last\)|Fatal Python error|Segmentation fault"
-    rb"|Segfault encountered|core dumped|Killed|SIGKILL|SIGSEGV|SIGABRT|SIGBUS"
-    rb"|terminated by signal|exitcode=-|exit code -?(?:9|11|6|134|137|139)\b"
-    rb"|LLM engine \(v|API server version|vLLM version|Throughput: |Avg latency: "
-    rb"|: error: "
+#: Substrings of every fatal line, searched in every block. Short on purpose: ``rror`` is
+#: Error and error, ``atal`` Fatal and fatal, ``illed`` Killed and killed.
+LITERALS: tuple[bytes, ...] = (
+    b"Traceback (most recent call last)",
+    b"rror",
+    b"xception",
+    b"died",
+    b"illed",
+    b"atchdog",
+    b"atal",
+    b"fault",
+    b"SIG",
 )
-
-#: Searched in every block: what can sit in the middle of a long log.
-ANYWHERE = (b"Traceback (most recent call last)", b"Fatal Python error")
+HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
+#: The end of a run: its results, the shell's "(core dumped)" after the process it ran
+#: died, the exit status a harness notes.
+TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"dumped", b"xit code")
 EDGE = 16 << 20
 
+#: The same markers as one regex, for readers that want one.
+MARKERS = re.compile(b"|".join(re.escape(lit) for lit in LITERALS + HEAD_LITERALS + TAIL_LITERALS))
+
 Feed = Callable[[int, bytes], None]
+Source = Path | BinaryIO
 
 
 @dataclass(frozen=True)
@@ -47,52 +61,104 @@ class ScanInfo:
     ends_mid_line: bool
     cut_lines: int
     last_line: bytes = b""  # the last non-blank line, where a log that just stops stopped
+    compressed: bool = False
+
+
+def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """The text of ``fh`` in blocks, gunzipped when it is gzip (every member)."""
+    first = fh.read(BLOCK)
+    if not first.startswith(b"\x1f\x8b"):
+        data = first
+        while data:
+            yield data, False
+            data = fh.read(BLOCK)
+        return
+    raw = first
+    dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while raw:
+        out = dec.decompress(raw, BLOCK)
+        while True:
+            if out:
+                yield out, True
+            if not dec.unconsumed_tail:
+                break
+            out = dec.decompress(dec.unconsumed_tail, BLOCK)
+        if dec.eof:  # a next member, or trailing garbage
+            rest = dec.unused_data
+            dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            if rest:
+                raw = rest
+                continue
+        raw = fh.read(BLOCK)
+    tail = dec.flush()
+    if tail:
+        yield tail, True
 
 
 def scan(
-    path: Path,
+    source: Source,
     feed: Feed,
     busy: Callable[[], bool],
-    markers: re.Pattern[bytes] = MARKERS,
-    anywhere: tuple[bytes, ...] | None = ANYWHERE,
+    markers: re.Pattern[bytes] | None = None,
+    anywhere: tuple[bytes, ...] | None = LITERALS,
 ) -> ScanInfo:
     """Call ``feed(line_number, raw_line)`` (1-based numbers) for the lines that hold a
     marker (plus a few lines of context before each), and for every line while ``busy()``
-    is true. ``markers`` applies within ``EDGE`` bytes of either end; in between only the
-    ``anywhere`` literals are searched (None: ``markers`` everywhere)."""
+    is true. Markers are the ``anywhere`` literals, or the ``markers`` regex when
+    ``anywhere`` is None; either is searched in every block."""
+    if anywhere is None and markers is None:
+        raise ValueError("scan needs literals or a regex to look for")
     state = _State(feed, busy, markers, anywhere)
+    if isinstance(source, Path):
+        with open(source, "rb") as fh:
+            return _run(state, fh, os.fstat(fh.fileno()).st_size)
+    return _run(state, source, None)
+
+
+def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
+    """Hand ``state`` whole lines, block by block, without copying a block: the partial
+    line a block ends with is carried into the next one."""
     size = 0
     last = b""
-    with open(path, "rb") as fh:
-        total = os.fstat(fh.fileno()).st_size
-        carry = b""
-        while True:
-            data = fh.read(BLOCK)
-            if not data:
-                break
-            size += len(data)
-            last = data[-1:]
-            state.edge = size - len(data) - len(carry) < EDGE or size > total - EDGE
-            buf = carry + data if carry else data
-            cut = buf.rfind(b"\n")
-            if cut == -1:
-                if len(buf) <= MAX_LINE:
-                    carry = buf
-                    continue
-                state.block(buf[:MAX_LINE] + b"\n")  # one endless line: keep its head
-                state.cut += 1
-                carry = b""
-                continue
-            state.block(buf[: cut + 1])
-            carry = buf[cut + 1 :]
-            if len(carry) > MAX_LINE:
-                state.block(carry[:MAX_LINE] + b"\n")
-                state.cut += 1
-                carry = b""
+    carry = b""
+    gz = False
+    for data, compressed in _blocks(fh):
+        gz = compressed
+        known = None if gz else total
+        state.head = size - len(carry) < EDGE
+        state.tail = known is None or size + len(data) > known - EDGE
+        size += len(data)
+        last = data[-1:]
+        lo = 0
         if carry:
-            state.edge = True
-            state.block(carry + b"\n")
-    return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut, state.last_line)
+            nl = data.find(b"\n")
+            if nl == -1:
+                carry = _bounded(state, carry + data)
+                continue
+            joined = carry + data[: nl + 1]
+            state.block(joined, 0, len(joined))
+            lo, carry = nl + 1, b""
+        cut = data.rfind(b"\n")
+        if cut >= lo:
+            state.block(data, lo, cut + 1)
+            lo = cut + 1
+        carry = _bounded(state, data[lo:])
+    if carry:
+        state.head, state.tail = size - len(carry) < EDGE, True
+        carry += b"\n"
+        state.block(carry, 0, len(carry))
+    return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut, state.last_line, gz)
+
+
+def _bounded(state: _State, carry: bytes) -> bytes:
+    """A partial line longer than ``MAX_LINE`` (binary garbage, one endless line) is
+    handed over cut to its head; what follows it up to a newline starts a new line."""
+    if len(carry) <= MAX_LINE:
+        return carry
+    head = carry[:MAX_LINE] + b"\n"
+    state.block(head, 0, len(head))
+    state.cut += 1
+    return b""
 
 
 class _State:
@@ -100,23 +166,24 @@ class _State:
         self,
         feed: Feed,
         busy: Callable[[], bool],
-        markers: re.Pattern[bytes],
+        markers: re.Pattern[bytes] | None,
         anywhere: tuple[bytes, ...] | None,
     ) -> None:
         self.feed = feed
         self.busy = busy
         self.markers = markers
         self.anywhere = anywhere
-        self.edge = True
         self.last_line = b""
         self.lineno = 0  # lines fully consumed before the current block
         self.cut = 0
+        self.head = True  # the block lies within EDGE bytes of the start
+        self.tail = True  # ... of the end (or the end is not known)
 
-    def block(self, block: bytes) -> None:
-        """``block`` ends with a newline. Hand over what matters, count the rest."""
-        pos, base, end = 0, self.lineno, len(block)
+    def block(self, block: bytes, lo: int, hi: int) -> None:
+        """``block[lo:hi]`` ends with a newline. Hand over what matters, count the rest."""
+        pos, base, end = lo, self.lineno, hi
         feed, busy = self.feed, self.busy
-        find = self._regex if self.edge or self.anywhere is None else self._literals
+        find = self._literals(block, hi) if self.anywhere is not None else self._regex(hi)
         while pos < end:
             if not busy():
                 at = find(block, pos)
@@ -136,16 +203,47 @@ class _State:
             line = block[pos:nl]
             feed(base, line if len(line) <= MAX_LINE else line[:MAX_LINE])
             pos = nl + 1
-        self.lineno += block.count(b"\n")
-        tail = block.rstrip()
-        if tail:
-            self.last_line = tail[tail.rfind(b"\n") + 1 :][:MAX_LINE]
+        self.lineno += block.count(b"\n", lo, hi)
+        self._last_line(block, lo, hi)
 
-    def _regex(self, block: bytes, pos: int) -> int:
-        m = self.markers.search(block, pos)
-        return m.start() if m else -1
+    def _last_line(self, block: bytes, lo: int, hi: int) -> None:
+        end = hi
+        while end > lo and end > hi - 4096 and block[end - 1] in b" \t\r\n":
+            end -= 1
+        if end > hi - 4096 and end > lo:
+            start = max(block.rfind(b"\n", lo, end) + 1, lo)
+            self.last_line = block[start:end][:MAX_LINE]
+        elif end > lo:  # a long run of blank lines: rare, let the copy happen
+            tail = block[lo:hi].rstrip()
+            if tail:
+                self.last_line = tail[tail.rfind(b"\n") + 1 :][:MAX_LINE]
 
-    def _literals(self, block: bytes, pos: int) -> int:
+    def _regex(self, hi: int) -> Callable[[bytes, int], int]:
+        assert self.markers is not None
+        markers = self.markers
+
+        def find(block: bytes, pos: int) -> int:
+            m = markers.search(block, pos, hi)
+            return m.start() if m else -1
+
+        return find
+
+    def _literals(self, block: bytes, hi: int) -> Callable[[bytes, int], int]:
+        """The next hit of any literal at or after ``pos``: each literal's next position
+        is remembered, and searched again only once ``pos`` has passed it."""
         assert self.anywhere is not None
-        hits = [i for i in (block.find(lit, pos) for lit in self.anywhere) if i >= 0]
-        return min(hits) if hits else -1
+        lits = self.anywhere
+        if self.anywhere is LITERALS:
+            lits += (HEAD_LITERALS if self.head else ()) + (TAIL_LITERALS if self.tail else ())
+        nxt = [-2] * len(lits)  # -2: not searched yet, -1: no more in this block
+
+        def find(_block: bytes, pos: int) -> int:
+            best = -1
+            for i, at in enumerate(nxt):
+                if at == -2 or 0 <= at < pos:
+                    at = nxt[i] = block.find(lits[i], pos, hi)
+                if at >= 0 and (best < 0 or at < best):
+                    best = at
+            return best
+
+        return find

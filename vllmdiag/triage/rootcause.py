@@ -1,36 +1,43 @@
-"""Choose the root cause among a log's tracebacks (pure: no I/O).
+"""Choose the root cause among what a log shows (pure: no I/O).
 
-Rules, in order:
-1. Identical tracebacks (vLLM logs one and Python prints it again) count once.
-2. Tracebacks that did not end the run are set aside: logged below ERROR, uncaught in a
-   background thread, or a catalogue entry marked benign (the usage-stats ``cpuinfo``
-   JSON error).
-3. In each remaining traceback the root link is the original exception of a chain (or the
-   remote one of a Ray task error), skipping vLLM's wrappers (``Engine core
-   initialization failed``, ``Worker failed with error``, ``EngineDeadError``, ...).
-4. The root cause is the earliest such link in the log: the process that failed first.
-   Follow-on errors (``KeyboardInterrupt``, a closed pipe) count only if nothing else does.
-5. With only wrappers left, the wrapper's own text is used when it quotes the error; a
-   fatal signal line (segfault) beats that.
+Candidates are the exceptions of the log's tracebacks (whole, headless or V0 notices),
+the lines saying a process died, the errors a wrapper quotes and a refused command line.
+Set aside first: identical copies, tracebacks that did not end the run (logged below
+ERROR, a background thread, a catalogue entry marked benign), and vLLM's wrappers
+(``Engine core initialization failed``, ``Worker failed with error``, ...); in a chain
+the original exception stands for it (or the remote one of a Ray task error).
+
+Then tiers, the earliest candidate of the first tier that has one wins (the process that
+failed first):
+0. exceptions, and strong death lines (a named process died, a fatal Python error);
+1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), and the error a
+   wrapper quotes (the failing child's own output is not in view);
+2. a command line the program refused;
+3. follow-on errors (an interrupt, a closed pipe, a plugin or request error vLLM went on
+   from) and follow-on deaths (exit -15: killed by its parent);
+4. vLLM's ``EngineCore encountered a fatal error`` without its traceback;
+5. tracebacks of background threads.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from vllmdiag.triage.catalogue import Catalogue, Hit
-from vllmdiag.triage.fallback import without_traceback
+from vllmdiag.triage import causes
+from vllmdiag.triage.catalogue import Catalogue
+from vllmdiag.triage.deaths import Death
+from vllmdiag.triage.fallback import quoted, unknown_note
 from vllmdiag.triage.model import Evidence, LogTriage, RootCause, Skipped
-from vllmdiag.triage.signature import signature
 from vllmdiag.triage.tracebacks import Link, Traceback
 
 WRAPPER = re.compile(
     r"Engine core initialization failed|Worker failed with error|EngineDeadError"
     r"|EngineCore encountered an issue|RayTaskError\(|Engine process failed to start"
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
+    r"|^RuntimeError: Executor failed"
 )
-_RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
 #: one request): a root cause only when nothing else is.
 HANDLED = re.compile(
@@ -50,6 +57,14 @@ SECONDARY = frozenset(
         "ZMQError",
     }
 )
+_DEATH_TIER = {"strong": 0, "signal": 1, "follow-on": 3, "weak": 4}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    tier: int
+    line: int
+    build: Callable[[], RootCause]
 
 
 def is_wrapper(link: Link) -> bool:
@@ -63,19 +78,9 @@ def ordered_links(tb: Traceback) -> list[Link]:
     return list(reversed(remote)) + [k for k in tb.links if k.relation != "remote"]
 
 
-def _hit(cat: Catalogue, link: Link, version: str | None) -> Hit | None:
-    values = {"vllm_version": version or "<version>"}
-    return cat.match(
-        signature(link.type, link.message),
-        f"{link.type}: {link.message}",
-        (f.file for f in link.frames),
-        values,
-    )
-
-
 def _benign_reason(tb: Traceback, cat: Catalogue, version: str | None) -> str | None:
     for link in tb.links:
-        hit = _hit(cat, link, version) if link.type else None
+        hit = causes.hit(cat, link, version) if link.type else None
         if hit is not None and hit.entry.benign:
             return f"known harmless ({hit.name}): {hit.meaning}"
     if tb.level is not None and tb.level not in ("ERROR", "CRITICAL"):
@@ -91,9 +96,9 @@ def _root_link(links: list[Link], cat: Catalogue, version: str | None) -> Link |
     real = [k for k in links if not is_wrapper(k)]
     if not real:
         return None
-    if _hit(cat, real[0], version) is None:
+    if causes.hit(cat, real[0], version) is None:
         for k in real[1:]:
-            if _hit(cat, k, version) is not None:
+            if k.kind == "exception" and causes.hit(cat, k, version) is not None:
                 return k
     return real[0]
 
@@ -111,50 +116,51 @@ def choose(
     tbs = sorted(distinct.values(), key=lambda t: t.first_line)
     benign: list[Skipped] = []
     wrappers: list[Skipped] = []
-    primary: list[tuple[Traceback, Link]] = []
-    secondary: list[tuple[Traceback, Link]] = []
-    threads: list[tuple[Traceback, Link]] = []
+    cands: list[_Candidate] = []
     truncated = ev.ends_mid_line
     for tb in tbs:
-        links = [k for k in ordered_links(tb) if k.type]
-        if not tb.complete:
-            truncated = True
+        links = [k for k in ordered_links(tb) if k.kind != "cut"]
+        truncated = truncated or not tb.complete
         if not links:
             continue
         why = _benign_reason(tb, cat, ev.vllm_version)
         if why is not None:
             benign.append(_skipped(tb, links[0], why))
             if why.startswith("uncaught in a background thread"):
-                threads.append((tb, links[0]))
+                cands.append(_exception(5, tb, links[0], cat, ev, "thread"))
             continue
-        root = _root_link(links, cat, ev.vllm_version)
         for k in links:
             if is_wrapper(k):
                 wrappers.append(_skipped(tb, k, "a wrapper the parent raises; the cause is above"))
+                inner = quoted(k)
+                if inner is not None:
+                    cands.append(_Candidate(1, k.exc_line, _quote(tb, k, inner, cat, ev)))
+        root = _root_link(links, cat, ev.vllm_version)
         if root is None:
             continue
-        handled = HANDLED.search(tb.header) is not None
-        bucket = secondary if root.short_type in SECONDARY or handled else primary
-        bucket.append((tb, root))
-    for bucket, label in ((primary, ""), (secondary, "follow-on"), (threads, "thread")):
-        if bucket:
-            tb, link = min(bucket, key=lambda p: p[1].exc_line)
-            cause = _root(tb, link, cat, ev, len(wrappers), len(benign), label)
-            return LogTriage(
-                path,
-                cause,
-                tuple(wrappers),
-                len(tbs),
-                None,
-                tuple(benign),
-                ev.vllm_version,
-                truncated,
-                ev.lines,
-            )
-    fallback, note = without_traceback(wrappers, ev, cat, bool(tbs), truncated)
+        follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
+        label = "follow-on" if follow else ""
+        cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label))
+    for d in ev.deaths:
+        cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
+    if ev.cli_error is not None:
+        cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
+    note = None
+    cause = None
+    if cands:
+        best = min(cands, key=lambda c: (c.tier, c.line))
+        cause = best.build()
+        if cause.evidence == "wrapper-message":
+            note = "root cause read from a wrapper's message"
+    else:
+        note = unknown_note(ev, bool(wrappers), bool(tbs), truncated)
+    extra = f"; {len(wrappers)} wrapper(s) skipped" if wrappers and cause else ""
+    extra += f"; {len(benign)} harmless traceback(s) skipped" if benign and cause else ""
+    if cause is not None and extra:
+        cause = causes.with_reason(cause, cause.reason + extra)
     return LogTriage(
         path,
-        fallback,
+        cause,
         tuple(wrappers),
         len(tbs),
         note,
@@ -165,57 +171,17 @@ def choose(
     )
 
 
-def _root(
-    tb: Traceback,
-    link: Link,
-    cat: Catalogue,
-    ev: Evidence,
-    n_wrap: int,
-    n_benign: int,
-    label: str,
-) -> RootCause:
-    hit = _hit(cat, link, ev.vllm_version)
-    why = [
-        f"earliest fatal exception in the log, in process {tb.process}"
-        f" (lines {link.start_line}-{link.exc_line})"
-    ]
-    process = tb.process
-    if link.relation == "remote":
-        outer = tb.links[tb.links.index(link) - 1]
-        actor = _RAY_ACTOR.search(outer.message)
-        if actor:
-            process = f"{actor['actor']} pid={actor['pid']}"
-        why.append(
-            f"the remote traceback a Ray task error carries (raised in {process}, "
-            f"reported by {tb.process})"
-        )
-    elif len(tb.links) > 1:
-        pos = ordered_links(tb).index(link) + 1
-        why.append(
-            f"link {pos} of a chain of {len(tb.links)}: "
-            + ("the original exception" if pos == 1 else "the first one the catalogue knows")
-        )
-    if n_wrap:
-        why.append(f"{n_wrap} wrapper(s) skipped")
-    if n_benign:
-        why.append(f"{n_benign} harmless traceback(s) skipped")
-    if label == "follow-on":
-        why.append(
-            "only follow-on or handled errors found (interrupt, closed pipe, a plugin or "
-            "request error vLLM went on from); the real cause may be missing from this log"
-        )
-    if label == "thread":
-        why.append("only background-thread tracebacks found; taking the first")
-    frames = tuple(f"{f.file}:{f.line} in {f.func}" for f in link.frames[-3:])
-    return RootCause(
-        type=link.type,
-        message=link.message,
-        process=process,
-        signature=signature(link.type, link.message),
-        known=hit.name if hit else None,
-        next_step=hit.next_step if hit else None,
-        lines=(link.start_line, link.exc_line),
-        meaning=hit.meaning if hit else None,
-        reason="; ".join(why),
-        frames=frames,
-    )
+def _exception(
+    tier: int, tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str
+) -> _Candidate:
+    return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label))
+
+
+def _quote(
+    tb: Traceback, link: Link, inner: tuple[str, str], cat: Catalogue, ev: Evidence
+) -> Callable[[], RootCause]:
+    return lambda: causes.from_quote(tb, link, inner, cat, ev)
+
+
+def _death(d: Death, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:
+    return lambda: causes.from_death(d, cat, ev)

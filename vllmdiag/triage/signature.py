@@ -19,7 +19,7 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>)\]]+"), "<url>"),
     (re.compile(r"(?<![\w.])(?:~|\.{1,2})?(?:/[\w.@+~-]+)+/?"), "<path>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b"), "<id>"),
-    (re.compile(r"(?<![A-Za-z_<])[-+]?\d+(?:[.,]\d+)*"), "<n>"),
+    (re.compile(r"(?<![\w.<])[-+]?\d+(?:[.,]\d+)*"), "<n>"),
     (re.compile(r"\s+"), " "),
 )
 
@@ -39,6 +39,9 @@ def short_type(exc_type: str) -> str:
 
 
 def signature(exc_type: str, message: str) -> str:
-    """The grouping key of one exception: short type + masked message."""
+    """The grouping key of one exception: short type + masked message (the masked
+    message alone for an untyped cause: a death line, an untyped quote)."""
+    if not exc_type:
+        return mask(message)[:MAX_SIGNATURE]
     sig = f"{short_type(exc_type)}: {mask(message)}" if message else short_type(exc_type)
     return sig[:MAX_SIGNATURE]

@@ -1,118 +1,72 @@
 """Python tracebacks out of a stream of normalised lines, one parser state per stream.
 
-A stream is a (process, logged-or-raw) pair: vLLM's ``logger.exception`` writes each
-traceback line behind the logger prefix, while Python's own excepthook (``Process
-EngineCore_DP0:`` ...) writes it raw, and several processes interleave line by line.
-Chained exceptions (``The above exception was the direct cause ...`` / ``During handling
-...``) become links of one traceback, in the order Python prints them (original first).
-A Ray ``RayTaskError(X)`` carries the remote traceback inside it; that becomes a
-``remote`` link.
+A stream is a (process, logged-or-raw) pair: vLLM's logger writes each traceback line
+behind its prefix, Python's excepthook writes it raw, and processes interleave.
+
+What users paste is rarely whole, so the parser takes what is in view:
+- a traceback with its ``Traceback (most recent call last):`` header (also at the end of
+  a line: ``EngineCore hit an exception: Traceback ...``, V0's ``<message>, Traceback``);
+- an exception line whose header is not in view (the paste starts inside the traceback):
+  a *headless* traceback, with the frames just above it where they are in view;
+- V0's ``Exception in worker X while processing method M: <message>`` notice;
+- chained exceptions (``The above exception was the direct cause ...``) as links of one
+  traceback, original first, and Ray's ``RayTaskError(X)`` remote traceback;
+- multi-line messages: indented lines, and unindented lines of the same log record
+  (NCCL's ``Last error:`` and the line after it), until a blank line.
+
+Memory is bounded whatever the log: frames per link, links per chain (the first and the
+last are kept), message lines, and distinct tracebacks.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections import deque
 
 from vllmdiag.triage.lines import Line
+from vllmdiag.triage.traceback_model import MAX_FRAMES, Frame, Link, OpenTraceback, Traceback
+
+__all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
 
 _TB_START = "Traceback (most recent call last):"
-_FRAME = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?')
+_FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?:,? in (?P<func>.+))?')
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::(?: (?P<msg>.*))?)?$")
+#: Type names an exception line is recognised by without its header or frames in view.
+_EXC_NAME = re.compile(
+    r"[a-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Unsupported)"
+    r"(?:\([\w.]+\))?$|^Exception$"
+)
+_NOTICE = re.compile(
+    r"^Exception in worker (?P<proc>\S+) while processing method \w+: (?P<msg>.+)$"
+)
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
 _REMOTE = re.compile(r"RayTaskError\((?P<inner>[\w.]+)\)")
+#: Unindented lines that start something new, never a message's continuation.
+_NEW = re.compile(
+    r"^(?:Process [\w-]+:$|Killed$|Aborted|Segmentation fault|Fatal Python error"
+    r"|Exception in thread|Current thread|Stack \(most recent)"
+)
 
 #: Lines of a stream that may pass before an open traceback is considered abandoned.
 STALE_FRAMES = 5000
 STALE_AFTER = 64
-MAX_FRAMES = 200
 MAX_MESSAGE_LINES = 20
 MAX_TRACEBACKS = 5000
+MAX_STREAMS = 4096
 HEADER_WINDOW = 8
-
-
-@dataclass(frozen=True)
-class Frame:
-    file: str
-    line: int
-    func: str
-
-
-@dataclass(frozen=True)
-class Link:
-    """One exception of a traceback. ``relation``: None (first), ``cause``, ``context``
-    or ``remote`` (the traceback a Ray task error carries)."""
-
-    type: str
-    message: str
-    frames: tuple[Frame, ...]
-    start_line: int
-    exc_line: int
-    relation: str | None = None
-
-    @property
-    def short_type(self) -> str:
-        return self.type.rsplit(".", 1)[-1]
-
-
-@dataclass(frozen=True)
-class Traceback:
-    process: str
-    level: str | None
-    header: str
-    links: tuple[Link, ...]
-    complete: bool
-    first_line: int
-    last_line: int
-
-    def key(self) -> tuple[object, ...]:
-        """Identity for de-duplication: the logged and the raw copy of one traceback (the
-        raw one has the multiprocessing frames on top, so compare the innermost)."""
-        return (
-            self.process,
-            tuple((k.type, k.message, k.frames[-1].file if k.frames else "") for k in self.links),
-        )
-
-
-@dataclass
-class _Open:
-    header: str
-    level: str | None
-    start: int
-    last_seen: int
-    relation: str | None = None
-    links: list[Link] = field(default_factory=list)
-    frames: list[Frame] = field(default_factory=list)
-    state: str = "frames"  # frames | after | sep
-    exc_type: str = ""
-    exc_lines: list[str] = field(default_factory=list)
-    exc_line: int = 0
-    blank: bool = False
-    noise: int = 0
-
-    def close_link(self) -> None:
-        self.links.append(
-            Link(
-                self.exc_type,
-                " ".join(self.exc_lines).strip(),
-                tuple(self.frames),
-                self.start,
-                self.exc_line,
-                self.relation,
-            )
-        )
-        self.frames = []
-        self.exc_lines = []
 
 
 class TracebackParser:
     """Feed normalised lines in order; read :attr:`done` after :meth:`finish`."""
 
     def __init__(self) -> None:
-        self.open: dict[tuple[str, bool], _Open] = {}
+        self.open: dict[tuple[str, bool], OpenTraceback] = {}
         self.last_text: dict[tuple[str, bool], tuple[int, str]] = {}
+        self.orphans: dict[tuple[str, bool], deque[Frame]] = {}
+        self.traceish: dict[tuple[str, bool], int] = {}  # last frame/code line per stream
         self.done: list[Traceback] = []
+        self.seen: set[tuple[object, ...]] = set()
         self.dropped = 0
         self._fed = 0
 
@@ -120,52 +74,106 @@ class TracebackParser:
     def has_open(self) -> bool:
         return bool(self.open)
 
-    def feed(self, line: Line) -> None:
+    def feed(self, line: Line) -> bool:
+        """Take one line; True when it belongs to a traceback (frame, message, chain)."""
         key = (line.process, line.level is not None)
-        text = line.text
-        stripped = text.strip()
+        stripped = line.text.strip()
         st = self.open.get(key)
         self._fed += 1
         if self._fed % 256 == 0 and self.open:
             self._expire(line.number)
-        if stripped.startswith(_TB_START):
-            if st is not None and st.state == "sep":
-                st.state, st.start, st.last_seen, st.blank = (
-                    "frames",
-                    line.number,
-                    line.number,
-                    False,
-                )
-                return
-            if st is not None:
-                self._finish(key, complete=st.state != "frames")
-            seen, header = self.last_text.get(key, (0, ""))
-            if seen < line.number - HEADER_WINDOW:
-                header = ""  # not the line right above: the reader skipped what was between
-            self.open[key] = _Open(header, line.level, line.number, line.number)
-            return
+        if stripped.endswith(_TB_START):
+            self._start(key, line, stripped[: -len(_TB_START)].rstrip(" ,"), st)
+            return True
         if st is None:
-            if stripped:
-                self.last_text[key] = (line.number, stripped)
-            return
+            return self._outside(key, line, stripped)
         st.last_seen = line.number
         if st.state == "frames":
-            self._in_frames(st, key, line, text, stripped)
+            self._in_frames(st, key, line, stripped)
         elif st.state == "after":
-            self._after(st, key, text, stripped, line.number)
-        elif stripped.startswith((_CAUSE, _CONTEXT)) or not stripped:
-            return
-        else:
+            return self._after(st, key, line, stripped)
+        elif not (stripped.startswith((_CAUSE, _CONTEXT)) or not stripped):
             self._finish(key, complete=True)
-            self.last_text[key] = (line.number, stripped)
+            return self._outside(key, line, stripped)
+        return True
+
+    def _start(
+        self, key: tuple[str, bool], line: Line, head: str, st: OpenTraceback | None
+    ) -> None:
+        if st is not None and st.state == "sep" and not head:
+            st.state, st.start, st.last_seen, st.blank = "frames", line.number, line.number, False
+            return
+        notice = None
+        if st is not None:
+            if st.state == "after" and head and self._continues(st, line, head):
+                st.exc_lines.append(head)  # V0: "<message>, Traceback (most recent ...)"
+                head = ""
+            if st.state == "after" and st.kind == "notice":
+                notice = st.close_link()
+                st.links.pop()
+                del self.open[key]
+            else:
+                self._finish(key, complete=st.state != "frames")
+        if not head:
+            seen, head = self.last_text.get(key, (0, ""))
+            if seen < line.number - HEADER_WINDOW:
+                head = ""  # not the line right above: the reader skipped what was between
+        self.open[key] = OpenTraceback(
+            head, line.level, line.number, line.number, line.record, notice=notice
+        )
+
+    def _outside(self, key: tuple[str, bool], line: Line, stripped: str) -> bool:
+        """A line of a stream with no open traceback: orphan frames, a headless
+        exception line, V0's notice, or plain text."""
+        if len(self.orphans) > MAX_STREAMS:
+            self.orphans.clear()
+            self.traceish.clear()
+            self.last_text.clear()
+        fm = _FRAME.match(stripped)
+        if fm:
+            self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(_frame(fm))
+            self.traceish[key] = line.number
+            return False
+        if not stripped or line.text[:1] in (" ", "\t") or stripped[:1] in "^~":
+            if stripped:
+                self.traceish[key] = line.number  # source line or carets under it
+            return False
+        near = self.traceish.get(key, -9) >= line.number - 2
+        m = _EXC.match(stripped)
+        if m and (m["msg"] is not None or near) and _exception_like(m["type"], near):
+            self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
+            return True
+        n = _NOTICE.match(stripped)
+        if n:
+            self._headless(key, line, "", n["msg"], near, "notice")
+            return True
+        self.orphans.pop(key, None)
+        self.last_text[key] = (line.number, stripped)
+        return False
+
+    def _headless(
+        self, key: tuple[str, bool], line: Line, typ: str, msg: str, near: bool, kind: str
+    ) -> None:
+        frames = self.orphans.pop(key, None)
+        st = OpenTraceback("", line.level, line.number, line.number, line.record, headless=True)
+        if near and frames:
+            st.frames = frames
+        st.exc_type, st.exc_lines, st.exc_line, st.kind = typ, [msg], line.number, kind
+        st.state = "after"
+        self.open[key] = st
+        remote = _REMOTE.search(typ)
+        if remote:
+            st.close_link()
+            st.relation, st.state = "remote", "frames"
 
     def _in_frames(
-        self, st: _Open, key: tuple[str, bool], line: Line, text: str, stripped: str
+        self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str
     ) -> None:
-        if text[:1] in (" ", "\t") or not stripped or stripped.startswith("[Previous line"):
+        text = line.text
+        if text[:1] in (" ", "\t") or not stripped or stripped.startswith(("[Previous line", "^")):
             m = _FRAME.match(stripped)
-            if m and len(st.frames) < MAX_FRAMES:
-                st.frames.append(Frame(m["file"], int(m["line"]), (m["func"] or "").strip()))
+            if m:
+                st.frames.append(_frame(m))
             return
         m = _EXC.match(stripped)
         if m is None:
@@ -173,32 +181,41 @@ class TracebackParser:
             if st.noise > 50:
                 self._finish(key, complete=False)
             return
-        st.exc_type, st.exc_line = m["type"], line.number
+        st.exc_type, st.exc_line, st.kind = m["type"], line.number, "exception"
         st.exc_lines = [m["msg"] or ""]
-        remote = _REMOTE.search(m["type"])
-        if remote:  # Ray prints the remote traceback right below, indented
+        st.record = line.record
+        if _REMOTE.search(m["type"]):  # Ray prints the remote traceback right below
             st.close_link()
             st.relation, st.start = "remote", line.number
             return
         st.state, st.blank = "after", False
 
-    def _after(
-        self, st: _Open, key: tuple[str, bool], text: str, stripped: str, line_number: int
-    ) -> None:
+    def _continues(self, st: OpenTraceback, line: Line, stripped: str) -> bool:
+        """An unindented line that continues the exception's message: same record (raw
+        output, or the same vLLM log record), no blank line before it."""
+        return (
+            not st.blank
+            and line.record == st.record
+            and len(st.exc_lines) < MAX_MESSAGE_LINES
+            and _NEW.match(stripped) is None
+        )
+
+    def _after(self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str) -> bool:
         if not stripped:
             st.blank = True
-            return
-        if stripped.startswith(_CAUSE) or stripped.startswith(_CONTEXT):
+            return True
+        if stripped.startswith((_CAUSE, _CONTEXT)):
             st.close_link()
             st.relation = "cause" if stripped.startswith(_CAUSE) else "context"
             st.state = "sep"
-            return
-        if text[:1] in (" ", "\t") and not st.blank:
+            return True
+        indented = line.text[:1] in (" ", "\t")
+        if (indented and not st.blank) or (not indented and self._continues(st, line, stripped)):
             if len(st.exc_lines) < MAX_MESSAGE_LINES:
                 st.exc_lines.append(stripped)
-            return
+            return True
         self._finish(key, complete=True)
-        self.last_text[key] = (line_number, stripped)
+        return self._outside(key, line, stripped)
 
     def _finish(self, key: tuple[str, bool], *, complete: bool) -> None:
         st = self.open.pop(key)
@@ -206,23 +223,36 @@ class TracebackParser:
             st.close_link()
         elif st.state == "frames":
             complete = False  # the stream stopped before the exception line
-            if st.frames or not st.links:
+            if st.frames or not st.all_links():
                 st.exc_type, st.exc_lines, st.exc_line = "", [], st.last_seen
-                st.close_link()
-        if len(self.done) >= MAX_TRACEBACKS:
-            self.dropped += 1
-            return
-        self.done.append(
+                st.close_link("cut")
+        links = st.all_links()
+        if st.notice is not None and not any(k.kind == "exception" for k in links):
+            n = st.notice  # the traceback that would have typed it is cut: keep the text
+            self._emit(Traceback(key[0], st.level, "", (n,), True, n.exc_line, n.exc_line, True))
+        self._emit(
             Traceback(
                 process=key[0],
                 level=st.level,
                 header=st.header,
-                links=tuple(st.links),
+                links=links,
                 complete=complete,
-                first_line=st.links[0].start_line,
-                last_line=max(st.last_seen, st.links[-1].exc_line),
+                first_line=links[0].start_line,
+                last_line=max(st.last_seen, links[-1].exc_line),
+                headless=st.headless,
+                dropped_links=st.dropped,
             )
         )
+
+    def _emit(self, tb: Traceback) -> None:
+        k = tb.key()
+        if k in self.seen:
+            return  # the same traceback again (logged, then printed by Python)
+        if len(self.done) >= MAX_TRACEBACKS:
+            self.dropped += 1
+            return
+        self.seen.add(k)
+        self.done.append(tb)
 
     def _expire(self, now: int) -> None:
         for key, st in list(self.open.items()):
@@ -238,3 +268,16 @@ class TracebackParser:
             st = self.open[key]
             self._finish(key, complete=st.state != "frames")
         return self.done
+
+
+def _frame(m: re.Match[str]) -> Frame:
+    return Frame(m["file"], int(m["line"]), (m["func"] or "").strip())
+
+
+def _exception_like(typ: str, near: bool) -> bool:
+    """A headless line's first word names an exception: by its name, or because a frame
+    or source line of the same stream is right above it."""
+    short = typ.rsplit(".", 1)[-1]
+    if not short[:1].isupper() or not any(c.islower() for c in short):
+        return False  # class names are CamelCase: not INFO, NCCL, or a lower-case word
+    return near or _EXC_NAME.search(short) is not None

@@ -1,0 +1,185 @@
+"""Build a :class:`RootCause` from each kind of evidence: an exception (link of a
+traceback), a death line, a wrapper's quote, a refused command line. Each gets its
+signature, its catalogue entry, its origin and a reason saying how it was read."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from vllmdiag.triage.catalogue import Catalogue, Hit
+from vllmdiag.triage.deaths import Death
+from vllmdiag.triage.model import Evidence, EvidenceKind, RootCause
+from vllmdiag.triage.origin import ORIGINS, Origin, origin_of
+from vllmdiag.triage.signature import signature
+from vllmdiag.triage.tracebacks import Link, Traceback
+
+_RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
+
+
+def hit(cat: Catalogue, link: Link, version: str | None) -> Hit | None:
+    return match(cat, link.type, link.message, [f.file for f in link.frames], version)
+
+
+def match(
+    cat: Catalogue, typ: str, message: str, files: list[str], version: str | None
+) -> Hit | None:
+    values = {"vllm_version": version or "<version>"}
+    raw = f"{typ}: {message}" if typ else message
+    return cat.match(signature(typ, message), raw, files, values)
+
+
+def _cause(
+    cat: Catalogue,
+    ev: Evidence,
+    *,
+    typ: str,
+    message: str,
+    process: str,
+    lines: tuple[int, int],
+    reason: str,
+    evidence: EvidenceKind,
+    origin: Origin,
+    package: str | None,
+    files: list[str] | None = None,
+    frames: tuple[str, ...] = (),
+) -> RootCause:
+    h = match(cat, typ, message, files or [], ev.vllm_version)
+    return RootCause(
+        type=typ,
+        message=message,
+        process=process,
+        signature=signature(typ, message),
+        known=h.name if h else None,
+        next_step=h.next_step if h else None,
+        lines=lines,
+        meaning=h.meaning if h else None,
+        reason=reason,
+        frames=frames,
+        evidence=evidence,
+        origin=origin,
+        package=package,
+        advice=h.advice if h else None,
+    )
+
+
+def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str) -> RootCause:
+    headless = tb.headless and link is tb.links[0]
+    if link.kind == "notice":
+        why = [
+            f"vLLM's note of an exception in {tb.process} (line {link.exc_line}); "
+            "its type is not in view"
+        ]
+    elif headless:
+        why = [
+            f"earliest fatal exception line in the log, in process {tb.process} (line "
+            f"{link.exc_line}); its 'Traceback' header is not in view"
+        ]
+    else:
+        why = [
+            f"earliest fatal exception in the log, in process {tb.process}"
+            f" (lines {link.start_line}-{link.exc_line})"
+        ]
+    process = tb.process
+    if link.relation == "remote":
+        outer = tb.links[tb.links.index(link) - 1]
+        actor = _RAY_ACTOR.search(outer.message)
+        if actor:
+            process = f"{actor['actor']} pid={actor['pid']}"
+        why.append(
+            f"the remote traceback a Ray task error carries (raised in {process}, "
+            f"reported by {tb.process})"
+        )
+    elif len(tb.links) > 1:
+        pos = [k for k in tb.links if k.relation != "remote"].index(link) + 1
+        why.append(
+            f"link {pos} of a chain of {len(tb.links) + tb.dropped_links}: "
+            + ("the original exception" if pos == 1 else "the first one the catalogue knows")
+        )
+    if label == "follow-on":
+        why.append(
+            "only follow-on or handled errors found (interrupt, closed pipe, a plugin or "
+            "request error vLLM went on from); the real cause may be missing from this log"
+        )
+    if label == "thread":
+        why.append("only background-thread tracebacks found; taking the first")
+    origin, package = origin_of(link.frames)
+    if link.frames:
+        why.append(f"raised in {origin} code" + (f" ({package})" if package else ""))
+    return _cause(
+        cat,
+        ev,
+        typ=link.type,
+        message=link.message,
+        process=process,
+        lines=(link.start_line, link.exc_line),
+        reason="; ".join(why),
+        evidence="exception-line" if headless or link.kind == "notice" else "traceback",
+        origin=origin,
+        package=package,
+        files=[f.file for f in link.frames],
+        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in link.frames[-3:]),
+    )
+
+
+def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
+    why = f"no Python exception in view; process {d.process} died (line {d.line})"
+    if d.strength == "follow-on":
+        why += "; a follow-on death (killed by its parent, or a teardown): the cause may be missing"
+    origin: Origin = d.origin if d.origin in ORIGINS else "unknown"
+    return _cause(
+        cat,
+        ev,
+        typ="",
+        message=d.message,
+        process=d.process,
+        lines=(d.line, d.line),
+        reason=why,
+        evidence="death-line",
+        origin=origin,
+        package=d.package if origin != "unknown" else None,
+        frames=tuple(f"{f.file}:{f.line}" for f in d.frames[:3]),
+    )
+
+
+def from_quote(
+    tb: Traceback, link: Link, inner: tuple[str, str], cat: Catalogue, ev: Evidence
+) -> RootCause:
+    typ, message = inner
+    why = (
+        f"read out of the wrapper {link.short_type} that {tb.process} raised (line "
+        f"{link.exc_line}): the failing process's own traceback is not in view"
+    )
+    return _cause(
+        cat,
+        ev,
+        typ=typ,
+        message=message,
+        process=tb.process,
+        lines=(link.exc_line, link.exc_line),
+        reason=why,
+        evidence="wrapper-message",
+        origin="unknown",
+        package=None,
+    )
+
+
+def cli(err: tuple[int, str, str] | None, cat: Catalogue, ev: Evidence) -> RootCause:
+    assert err is not None
+    line, msg, prog = err
+    return _cause(
+        cat,
+        ev,
+        typ="CLI error",
+        message=msg,
+        process=prog,
+        lines=(line, line),
+        reason=f"the command line was refused before anything ran (line {line})",
+        evidence="cli-error",
+        origin="unknown",
+        package=None,
+    )
+
+
+def with_reason(cause: RootCause, reason: str) -> RootCause:
+    return dataclasses.replace(cause, reason=reason)

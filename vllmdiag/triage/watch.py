@@ -1,0 +1,50 @@
+"""What the reader hands each line to: the traceback parser, the death-line watch, and
+the few facts besides (vLLM's version, a refused command line, a result line)."""
+
+from __future__ import annotations
+
+import re
+
+from vllmdiag.triage.deaths import DeathWatch
+from vllmdiag.triage.lines import normalise
+from vllmdiag.triage.tracebacks import TracebackParser
+
+_VERSION = re.compile(
+    r"LLM engine \(v(?P<a>[^)\s]+)\)|API server version (?P<b>[\w.+-]+)"
+    r"|vLLM version (?P<c>[\w.+-]+)"
+)
+_FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ seconds")
+_CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/]*): error: (?P<msg>.+)$")
+
+
+class Watch:
+    """Feed raw lines in order; read the parser, the deaths and the facts after."""
+
+    def __init__(self) -> None:
+        self.parser = TracebackParser()
+        self.deaths = DeathWatch()
+        self.version: str | None = None
+        self.finished: str | None = None
+        self.cli_error: tuple[int, str, str] | None = None
+
+    def busy(self) -> bool:
+        """Whether the next lines matter even without a marker."""
+        return self.parser.has_open or self.deaths.collecting
+
+    def feed(self, number: int, raw: bytes) -> None:
+        line = normalise(raw.decode("utf-8", "replace"), number)
+        in_traceback = self.parser.feed(line)
+        text = line.text
+        if not in_traceback:
+            self.deaths.feed(line)
+            if self.cli_error is None and ": error: " in text:
+                m = _CLI_ERROR.match(text.strip())
+                if m:
+                    self.cli_error = (number, m["msg"], m["prog"])
+        if self.finished is None and ("Throughput: " in text or "Avg latency: " in text):
+            m = _FINISHED.search(text)
+            self.finished = text.strip() if m else None
+        if self.version is None and ("version" in text or "engine (v" in text):
+            v = _VERSION.search(text)
+            if v:
+                self.version = v["a"] or v["b"] or v["c"]
