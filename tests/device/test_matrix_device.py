@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from tests.device.gpu import gpu_apps
 from vllmdiag.cli.app import app
 
-QUIET = 'VLLM_NO_USAGE_STATS: "1"\n    DO_NOT_TRACK: "1"'
+QUIET = '{VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1"}'
 
 
 def _write(tmp_path: Path, name: str, body: str) -> Path:
@@ -53,8 +53,7 @@ def test_kv_cache_starved_start_memory_arm_sufficient(
             path: {vllm_python}
         baseline:
           leg: v026
-          env:
-            {QUIET}
+          env: {QUIET}
           flags: [--gpu-memory-utilization 0.003, --max-model-len 1024]
         workload:
           builtin: vllm-smoke
@@ -100,8 +99,7 @@ def test_throughput_builtin_takes_the_asked_shape_and_a_wrong_spelling_is_caught
             path: {vllm_python}
         baseline:
           leg: v026
-          env:
-            {QUIET}
+          env: {QUIET}
           flags: [--max-model-len 1024]
         metrics:
           - {{name: tokens_per_second, json: throughput.json, key: tokens_per_second}}
@@ -157,8 +155,7 @@ def test_sigterm_mid_start_leaves_nothing_on_the_gpu(
             path: {vllm_python}
         baseline:
           leg: v026
-          env:
-            {QUIET}
+          env: {QUIET}
           flags: [--max-model-len 1024]
         workload:
           builtin: vllm-throughput
