@@ -100,7 +100,7 @@ def test_throughput_builtin_takes_the_asked_shape_and_a_wrong_spelling_is_caught
         baseline:
           leg: v026
           env: {QUIET}
-          flags: [--max-model-len 1024]
+          flags: [--max-model-len 2048]
         metrics:
           - {{name: tokens_per_second, json: throughput.json, key: tokens_per_second}}
         workloads:

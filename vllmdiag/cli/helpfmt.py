@@ -45,7 +45,9 @@ def _tidy_param(param: Any) -> None:
             label = "" if param.metavar is None else str(param.metavar)
             param.display_type_rich = lambda ctx=None: label
             return
-        original = param.display_type_rich
+        original = getattr(param, "display_type_rich", None)
+        if original is None:  # a typer without this hook: its own help stays as it is
+            return
         param.display_type_rich = lambda ctx=None: metavar(original(ctx=ctx))
         return
     # an argument: its name says what it is (the type column would say <path>)

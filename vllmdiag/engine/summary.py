@@ -86,7 +86,7 @@ def _details(report: MatrixReport) -> list[str]:
             out.append(f"- {n} cell(s): `{sig}`{known}{step} (e.g. `{example.id}`)")
     errors = [r for r in report.results if r.outcome.value == "error"]
     if errors:
-        out += ["", "## Errors (no result: the cell could not be set up)", ""]
+        out += ["", "## Errors (no result a verdict can use: see each reason)", ""]
         out += [f"- `{r.id}`: {r.reason.splitlines()[0] if r.reason else ''}" for r in errors]
     out += [
         "",

@@ -44,14 +44,20 @@ class Milestone:
 MILESTONES: tuple[Milestone, ...] = (
     Milestone(
         "config",
-        re.compile(r"Initializing a V1 LLM engine|Resolved architecture:|non-default args:"),
-        "config (arguments, model config, engine process)",
+        re.compile(r"non-default args:|Resolved architecture:"),
+        "config (arguments, model config)",
     ),
-    Milestone("weights_start", re.compile(r"Starting to load model"), "engine and device setup"),
+    Milestone("engine", re.compile(r"Initializing a V1 LLM engine"), "engine process start"),
+    Milestone(
+        "weights_start",
+        re.compile(r"Starting to load model|Loading model from scratch"),
+        "device and distributed setup",
+    ),
     Milestone(
         "weights_loaded",
         re.compile(r"Model loading took|Loading weights took"),
-        "weights loaded",
+        "weights",
+        first=False,
     ),
     Milestone(
         "compiled",
@@ -65,17 +71,18 @@ MILESTONES: tuple[Milestone, ...] = (
         "memory profiling and KV cache",
         first=False,
     ),
-    Milestone("graphs_start", re.compile(r"Capturing CUDA graphs|Capturing cudagraphs"), "warm-up"),
     Milestone(
-        "graphs",
-        re.compile(r"Graph capturing finished"),
-        "CUDA graphs",
+        "kernel_warmup",
+        re.compile(r"\[(?:kernel_warmup|cutedsl_warmup)\.py:\d+\]|Compile and warming up model"),
+        "kernel warm-up",
+        first=False,
     ),
+    Milestone("graphs", re.compile(r"Graph capturing finished"), "CUDA graphs"),
     Milestone("memory_report", re.compile(r"Free memory on device \("), "memory report"),
     Milestone(
         "jit_monitor",
         re.compile(r"Kernel JIT monitor activated"),
-        "sampler and kernel warm-up",
+        "sampler warm-up (kernel JIT builds)",
     ),
     Milestone(
         "ready",
@@ -85,6 +92,7 @@ MILESTONES: tuple[Milestone, ...] = (
 )
 MARKER_WORDS = (
     rb"Initializing a V1 LLM engine|Resolved architecture|Starting to load model"
+    rb"|Loading model from scratch|kernel_warmup\.py|cutedsl_warmup\.py|Compile and warming up"
     rb"|Model loading took|Loading weights took|torch\.compile|Dynamo bytecode"
     rb"|KV cache size|KV cache memory|Capturing CUDA graphs|Capturing cudagraphs"
     rb"|Graph capturing finished|Free memory on device|Kernel JIT monitor|init engine \("
@@ -230,14 +238,14 @@ def diff(a: StartupTimeline, b: StartupTimeline) -> list[PhaseDelta]:
 
 
 #: Which hygiene checks explain a slow phase (check names from ``vllmdiag.hygiene``).
+_FLASHINFER_JIT = ("flashinfer-jit-cache", "flashinfer-cubin", "flashinfer-mismatch")
+#: Which hygiene checks explain a slow phase, by the milestone that ends the phase (check
+#: codes from ``vllmdiag.hygiene``): FlashInfer kernels missing their prebuilt cubins are
+#: JIT-built in the warm-ups.
 EXPLAINED_BY: dict[str, tuple[str, ...]] = {
-    "sampler and kernel warm-up": (
-        "flashinfer-jit-cache",
-        "flashinfer-cubin",
-        "flashinfer-mismatch",
-    ),
-    "final warm-up": ("flashinfer-jit-cache", "flashinfer-cubin", "flashinfer-mismatch"),
-    "warm-up": ("flashinfer-jit-cache", "flashinfer-cubin", "flashinfer-mismatch"),
+    "jit_monitor": _FLASHINFER_JIT,
+    "kernel_warmup": _FLASHINFER_JIT,
+    "ready": _FLASHINFER_JIT,
 }
 
 
@@ -257,7 +265,7 @@ def dominant(t: StartupTimeline, findings: Sequence[tuple[str, str]] = ()) -> Do
     share = top.seconds / t.total_s
     if share <= DOMINANT_SHARE:
         return None
-    wanted = EXPLAINED_BY.get(top.name, ())
+    wanted = EXPLAINED_BY.get(top.end, ())
     why = next((msg for check, msg in findings if check in wanted), None)
     return Dominant(top, share, why)
 

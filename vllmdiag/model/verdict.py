@@ -1,7 +1,8 @@
 """The verdict: pure functions from cell results to what each arm showed.
 
 Pass/fail matrices: an arm is *sufficient* if it flips every workload the baseline fails,
-*partial* if some, *ruled out* if none, *error* if its cells could not be set up,
+*partial* if some, *ruled out* if none, *error* if its cells gave no usable result
+(the leg did not build, vllmdiag itself failed, the workload took another shape),
 *inert* if it did not take effect (so it proves nothing). Controls are reported apart.
 Metric matrices: per arm the median over repeats, the spread, the ratio to baseline, and
 "no difference detected" when the ratio lies inside the measured spread.
@@ -209,7 +210,7 @@ def _pf_effect(
         return Effect.NOT_RUN, "not run: the run stopped before its cells"
     errors = [w for w in (failing or cells) if cells[w].state in ("error", "skipped")]
     if errors:
-        return Effect.ERROR, f"no result on {', '.join(errors)} (the cell could not be set up)"
+        return Effect.ERROR, f"no result on {', '.join(errors)} (see the cells' reasons)"
     if not failing:
         broken = [w for w in cells if cells[w].state == "fail" and base[w].state == "pass"]
         extra = f"; it breaks {', '.join(broken)}" if broken else ""
@@ -259,7 +260,7 @@ def _effect_sentences(verdicts: Sequence[ArmVerdict]) -> list[str]:
         parts.append(f"Control {v.name} {v.detail}.")
     if groups.get(Effect.NOT_RUN):
         parts.append("Not run: " + ", ".join(v.name for v in groups[Effect.NOT_RUN]) + ".")
-    if not groups.get(Effect.SUFFICIENT) and not groups.get(Effect.PARTIAL):
+    if verdicts and not groups.get(Effect.SUFFICIENT) and not groups.get(Effect.PARTIAL):
         if groups.get(Effect.NOT_RUN):
             parts.append("No arm that ran changes the outcome; the arms not run may.")
         else:

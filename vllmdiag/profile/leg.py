@@ -130,9 +130,37 @@ def trace_files(path: Path) -> list[Path]:
     found = sorted(
         p
         for p in path.rglob("*")
-        if p.is_file() and p.name.endswith(TRACE_SUFFIXES) and p.name not in _NOT_TRACES
+        if p.is_file()
+        and p.name.endswith(TRACE_SUFFIXES)
+        and p.name not in _NOT_TRACES
+        and _looks_like_trace(p)
     )
     return found
+
+
+#: How far into a JSON file its ``traceEvents`` key is looked for: Kineto writes it after
+#: the schema version, the device properties and the distributed info.
+_SNIFF_BYTES = 1 << 16
+
+
+def _looks_like_trace(path: Path) -> bool:
+    """A JSON file is a trace only if it says so near its start; a benchmark's own JSON
+    (``vllm bench throughput --output-json`` writes one into the capture directory) is
+    not. SQLite exports and files that cannot be read are left to the reader to judge."""
+    if path.name.endswith(".sqlite"):
+        return True
+    try:
+        if path.name.endswith(".gz"):
+            import gzip
+
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(_SNIFF_BYTES)
+        else:
+            with open(path, "rb") as fh:
+                head = fh.read(_SNIFF_BYTES)
+    except (OSError, EOFError):
+        return True  # damaged: the reader says so, with the file's name
+    return b'"traceEvents"' in head
 
 
 def read_meta(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
