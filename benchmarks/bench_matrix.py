@@ -28,8 +28,8 @@ from pathlib import Path
 
 
 def overhead(n: int, tmp: Path) -> dict[str, float]:
+    from vllmdiag import MatrixOptions, run_matrix
     from vllmdiag.config import load_recipe
-    from vllmdiag.engine.matrix import MatrixOptions, run_matrix
 
     workloads = "\n".join(f'  w{i}: {{command: ["{{python}}", "-c", "pass"]}}' for i in range(n))
     recipe = tmp / "overhead.yaml"

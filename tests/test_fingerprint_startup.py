@@ -92,13 +92,13 @@ def test_cli_shows_the_timeline_and_the_move(tmp_path: Path) -> None:
     one = CliRunner().invoke(app, ["fingerprint", str(slow), "--json"])
     assert one.exit_code == 0, one.output
     data = json.loads(one.stdout)
-    assert data["startup_dominant"]["phase"] == "sampler warm-up (kernel JIT builds)"
+    assert data["startup_dominant"]["phase"]["name"] == "sampler warm-up (kernel JIT builds)"
     assert data["startup"]["total_s"] == 170
     both = CliRunner().invoke(app, ["fingerprint", "diff", str(fast), str(slow), "--json"])
     assert both.exit_code == 0, both.output
     moved = json.loads(both.stdout)["startup"]["phases"][0]
     assert moved == {
-        "phase": "sampler warm-up (kernel JIT builds)",
+        "name": "sampler warm-up (kernel JIT builds)",
         "a_s": 1.0,
         "b_s": 90.0,
         "delta_s": 89.0,

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from vllmdiag.cli.app import app
 from vllmdiag.config import load_arm_library, load_recipe
 from vllmdiag.config.source import MAX_BYTES
-from vllmdiag.engine import plan as planmod
-from vllmdiag.engine.matrix_plan import find_cell
 from vllmdiag.errors import ConfigError, VllmdiagError
 from vllmdiag.model.arms import Flag
+from vllmdiag.plan import cells as planmod
+from vllmdiag.plan import find_cell
 
 HEAD = f"""\
 name: t

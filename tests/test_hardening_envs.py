@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from vllmdiag import MatrixOptions, run_matrix
 from vllmdiag.config import load_recipe
-from vllmdiag.engine.matrix import MatrixOptions, run_matrix
 from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
 from vllmdiag.envs.cache import MARKER
 from vllmdiag.errors import EnvError
@@ -102,11 +102,11 @@ def test_a_damaged_pin_leg_does_not_turn_a_sufficient_pin_into_ruled_out(
     first = run_matrix(recipe, MatrixOptions(out=tmp_path / "a", cache=cache))
     assert {a.name: a.effect.value for a in first.verdict.arms} == {"pin-22": "sufficient"}
 
-    pinned = next(e for e in first.envs.values() if e["pins"] == ["packaging==22.0"])
-    shutil.rmtree(site_packages(Path(pinned["path"])) / "packaging")
+    pinned = next(e for e in first.envs.values() if e.pins == ("packaging==22.0",))
+    shutil.rmtree(site_packages(Path(pinned.path)) / "packaging")
     notes: list[object] = []
     second = run_matrix(recipe, MatrixOptions(out=tmp_path / "b", cache=cache), notes.append)
     assert {a.name: a.effect.value for a in second.verdict.arms} == {"pin-22": "sufficient"}
-    assert [r.outcome for r in second.results] == [Outcome.FAIL, Outcome.PASS]
+    assert [r.outcome for r in second.cells] == [Outcome.FAIL, Outcome.PASS]
     damaged = [n for n in notes if isinstance(n, EnvEvent) and n.kind == "damaged"]
     assert len(damaged) == 1 and damaged[0].leg == "base+packaging==22.0"

@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from vllmdiag.engine import plan
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.model.arms import Arm, ArmKind, Flag
+from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.inert import ArmEvidence, inert_reason
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import ArmInfo, Effect, MetricInfo, decide
+from vllmdiag.plan import cells as plan
 
 
 def test_flag_parse_forms() -> None:
@@ -103,12 +104,12 @@ def test_pin_replaces_same_named_requirement() -> None:
 
 def test_fingerprint_changes_with_each_input() -> None:
     cell = plan.expand(_recipe())[0]
-    base = plan.fingerprint(cell, "lock", ["x"], "w1")
-    assert plan.fingerprint(cell, "lock2", ["x"], "w1") != base
-    assert plan.fingerprint(cell, "lock", ["x", "--y"], "w1") != base
-    assert plan.fingerprint(cell, "lock", ["x"], "w2") != base
+    base = plan.reuse_key(cell, "lock", ["x"], "w1")
+    assert plan.reuse_key(cell, "lock2", ["x"], "w1") != base
+    assert plan.reuse_key(cell, "lock", ["x", "--y"], "w1") != base
+    assert plan.reuse_key(cell, "lock", ["x"], "w2") != base
     other = plan.expand(_recipe())[24 // 2]  # same arm and workload, repeat 2
-    assert other.repeat == 2 and plan.fingerprint(other, "lock", ["x"], "w1") != base
+    assert other.repeat == 2 and plan.reuse_key(other, "lock", ["x"], "w1") != base
 
 
 def _r(
@@ -142,7 +143,7 @@ def test_pass_fail_verdict_like_diag_silent4() -> None:
         "half": Effect.PARTIAL,
         "v26": Effect.CONTROL,
     }
-    assert v.failing == tuple(wls)
+    assert v.failing_workloads == tuple(wls)
     assert "leg-specific" in next(a.detail for a in v.arms if a.name == "v26")
     assert "Sufficient (single-variable arm): pin" in v.summary
 
@@ -159,7 +160,7 @@ def test_errors_are_never_results_and_failing_control_is_reported() -> None:
     v = decide(ARMS, wls, results)
     eff = {a.name: a for a in v.arms}
     assert eff["eager"].effect is Effect.ERROR
-    assert eff["half"].effect is Effect.RULED_OUT and eff["half"].cells["w"].label == "timeout"
+    assert eff["half"].effect is Effect.RULED_OUT and eff["half"].workloads["w"].label == "timeout"
     assert "not specific to the baseline leg" in eff["v26"].detail
 
 
@@ -180,7 +181,7 @@ def test_inert_arm_is_not_ruled_out() -> None:
 def test_baseline_passing_everywhere_has_nothing_to_explain() -> None:
     results = [_r(a, "w", "pass") for a in ("baseline", "eager", "pin", "half", "v26")]
     v = decide(ARMS, ["w"], results)
-    assert v.failing == ()
+    assert v.failing_workloads == ()
     assert "no failure to explain" in v.summary
 
 
@@ -216,13 +217,13 @@ def test_metric_verdict_like_the_moe_backend_matrix() -> None:
     v = decide(arms, ["image"], results, metrics={"image": MetricInfo("tps")}, target="v18")
     a = {x.name: x for x in v.arms}
     assert a["trtllm"].effect is Effect.RULED_OUT
-    assert a["trtllm"].cells["image"].detected is False  # inside the measured spread
+    assert a["trtllm"].workloads["image"].difference_detected is False  # inside the measured spread
     assert a["triton"].effect is Effect.PARTIAL and "closes" in a["triton"].detail
     assert a["cutlass"].effect is Effect.ERROR
     assert a["v18"].effect is Effect.CONTROL
     base = v.baseline["image"]
     assert base.median == 5536 and base.spread == pytest.approx(60 / 5536)
-    assert a["triton"].cells["image"].ratio == pytest.approx(5782 / 5536)
+    assert a["triton"].workloads["image"].ratio == pytest.approx(5782 / 5536)
 
 
 def test_metric_arm_reaching_the_target_is_sufficient() -> None:
@@ -257,14 +258,14 @@ def test_inert_reasons() -> None:
     eager = Arm(name="e", flag="--enforce-eager", fingerprint_field="cuda_graphs")
     same = ArmEvidence(
         eager,
-        fingerprints=[{"cuda_graphs": "graphs"}],
-        baseline_fingerprints=[{"cuda_graphs": "graphs"}],
+        fingerprints=[Fingerprint(cuda_graphs="graphs")],
+        baseline_fingerprints=[Fingerprint(cuda_graphs="graphs")],
     )
     assert "stayed 'graphs'" in (inert_reason(same) or "")
     moved = ArmEvidence(
         eager,
-        fingerprints=[{"cuda_graphs": "eager"}],
-        baseline_fingerprints=[{"cuda_graphs": "graphs"}],
+        fingerprints=[Fingerprint(cuda_graphs="eager")],
+        baseline_fingerprints=[Fingerprint(cuda_graphs="graphs")],
     )
     assert inert_reason(moved) is None
 
@@ -284,13 +285,14 @@ def test_inert_env_arm_from_the_log_warning_and_the_legs_own_envs() -> None:
 
 def test_inert_pin_and_a_fingerprint_the_log_does_not_state() -> None:
     pin = Arm(name="p", pin="nvidia-cutlass-dsl==4.5.3")
-    err = "leg x: a pin did not hold: nvidia-cutlass-dsl==4.8.1 does not satisfy ==4.5.3"
-    assert "the pin did not hold" in (inert_reason(ArmEvidence(pin, env_error=err)) or "")
+    held = ("nvidia-cutlass-dsl==4.8.1 does not satisfy ==4.5.3",)
+    said = inert_reason(ArmEvidence(pin, pin_not_held=held)) or ""
+    assert said == "the pin did not hold: " + held[0]
     kv = Arm(name="kv", flag="--gpu-memory-utilization 0.5", fingerprint_field="kv_cache_tokens")
     unknown = ArmEvidence(
         kv,
-        fingerprints=[{"kv_cache_tokens": None}],
-        baseline_fingerprints=[{"kv_cache_tokens": None}],
+        fingerprints=[Fingerprint(kv_cache_tokens=None)],
+        baseline_fingerprints=[Fingerprint(kv_cache_tokens=None)],
     )
     assert inert_reason(unknown) is None  # a log that does not say proves nothing
 

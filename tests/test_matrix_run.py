@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from vllmdiag import MatrixOptions, run_matrix
 from vllmdiag.cli.app import app
 from vllmdiag.config import load_recipe
-from vllmdiag.engine.matrix import MatrixOptions, run_matrix
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.locks import file_lock
 from vllmdiag.model.outcome import Outcome
@@ -111,7 +111,7 @@ def test_sigkill_mid_cell_then_resume_loses_nothing_finished(tmp_path: Path) -> 
     kinds = [(e["event"], e.get("id")) for e in events(run_dir)]
     assert ("cell_reused", "r1.baseline.w1") in kinds
     assert kinds.count(("cell_started", "r1.baseline.w2")) == 2
-    assert all(e["schema"] == 1 for e in events(run_dir))
+    assert all(e["schema"] == 2 for e in events(run_dir))
     assert (run_dir / "cells/r1.baseline.w2/log.previous.txt").exists()
 
 
@@ -137,7 +137,7 @@ def test_timeout_is_an_outcome_and_leaves_no_process(tmp_path: Path) -> None:
     """,
     )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run", grace_s=1))
-    cell = report.results[0]
+    cell = report.cells[0]
     assert cell.outcome is Outcome.TIMEOUT and "killed after 2s" in cell.reason
     kid = int((tmp_path / "run/cells/r1.baseline.hang/out/kid").read_text())
     time.sleep(0.2)
@@ -166,7 +166,7 @@ def test_inherited_variables_are_cleared_unless_the_recipe_sets_them(
     """,
     )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
-    assert report.results[0].outcome is Outcome.PASS
+    assert report.cells[0].outcome is Outcome.PASS
     seen = json.loads((tmp_path / "run/cells/r1.baseline.env/out/env.json").read_text())
     assert "VLLM_LEAKED" not in seen and "PYTHONPATH" not in seen
     assert seen["VLLM_WANTED"] == "yes"
@@ -231,7 +231,7 @@ def test_a_metric_that_is_not_written_is_an_error_not_a_zero(tmp_path: Path) -> 
     """,
     )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
-    cell = report.results[0]
+    cell = report.cells[0]
     assert cell.outcome is Outcome.ERROR and "no line of the log matches" in cell.reason
 
 
@@ -268,9 +268,9 @@ def test_a_leg_that_cannot_be_built_makes_its_cells_errors(tmp_path: Path) -> No
     )
     path.write_text(text)
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
-    bad = next(r for r in report.results if r.arm == "bad-pin")
+    bad = next(r for r in report.cells if r.arm == "bad-pin")
     assert bad.outcome is Outcome.ERROR and "install failed" in bad.reason
-    assert report.results[0].outcome is Outcome.FAIL
+    assert report.cells[0].outcome is Outcome.FAIL
     kinds = [e["event"] for e in events(tmp_path / "run")]
     assert "env_failed" in kinds and kinds[-1] == "run_finished"
 
@@ -301,40 +301,34 @@ def test_cpu_reproduction_names_the_pin_as_the_one_sufficient_arm(tmp_path: Path
     root = base[0]["root_cause"]
     assert root["type"] == "AttributeError" and "ThrMma" in root["message"]
     envs = {e["leg"]: e for e in report["envs"].values()}
-    assert envs["fresh+nvidia-cutlass-dsl==4.5.3"]["stack"]["nvidia-cutlass-dsl"] == "4.5.3"
-    assert envs["fresh"]["stack"]["nvidia-cutlass-dsl"] != "4.5.3"
+    assert envs["fresh+nvidia-cutlass-dsl==4.5.3"]["stack"]["nvidia_cutlass_dsl"] == "4.5.3"
+    assert envs["fresh"]["stack"]["nvidia_cutlass_dsl"] != "4.5.3"
 
 
 @pytest.mark.network
 def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
-    from vllmdiag.engine.single_cell import run_single_cell
+    from vllmdiag.window.bisect_recipe import run_one_cell
 
     rec = load_recipe(REPO / "recipes/thrmma-cpu.yaml")
-    good = run_single_cell(
-        rec, "wrapper-import", MatrixOptions(out=tmp_path / "a"), pin="nvidia-cutlass-dsl==4.5.3"
-    )
+    good = run_one_cell(rec, "wrapper-import", tmp_path / "a", "nvidia-cutlass-dsl==4.5.3")
     assert good.outcome is Outcome.PASS and good.leg == "fresh+nvidia-cutlass-dsl==4.5.3"
-    bad = run_single_cell(
-        rec,
-        "r1.baseline.wrapper-import",
-        MatrixOptions(out=tmp_path / "b"),
-        pin="nvidia-cutlass-dsl==4.6.0",
+    bad = run_one_cell(
+        rec, "r1.baseline.wrapper-import", tmp_path / "b", "nvidia-cutlass-dsl==4.6.0"
     )
     assert bad.outcome is Outcome.FAIL
     with pytest.raises(VllmdiagError, match="no cell"):
-        run_single_cell(rec, "nope", MatrixOptions(out=tmp_path / "c"))
+        run_one_cell(rec, "nope", tmp_path / "c", None)
 
 
 def test_a_reader_failure_is_recorded_not_fatal(tmp_path: Path) -> None:
-    from vllmdiag.engine.readers import RunReaders
+    from vllmdiag.runner.readers import RunReaders
 
     not_a_log = tmp_path / "dir"
     not_a_log.mkdir()
     readers = RunReaders()
-    assert "triage failed" in str((readers.root_cause(not_a_log) or {}).get("reader_error"))
-    assert "fingerprint failed" in str(
-        (readers.run_fingerprint(not_a_log) or {}).get("reader_error")
-    )
+    assert "triage failed" in str(readers.root_cause(not_a_log).reader_error)
+    fp, why = readers.fingerprint(not_a_log)
+    assert fp is None and why is not None and "fingerprint failed" in why
 
 
 def test_env_arm_after_a_flag_arm_on_the_same_leg_is_still_judged_inert(tmp_path: Path) -> None:

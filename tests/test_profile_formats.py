@@ -241,7 +241,7 @@ def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
 
 def test_decode_regression_recipe_is_a_ready_profile_run(tmp_path: Path) -> None:
     from vllmdiag.config import load_recipe
-    from vllmdiag.engine import workloads
+    from vllmdiag.plan import workloads
     from vllmdiag.profile.capture import OUT_DIR, PYTHON, Workload, _leg_argv
 
     path = Path(__file__).resolve().parent.parent / "recipes" / "decode_regression_235b.yaml"

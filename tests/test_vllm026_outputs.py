@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from vllmdiag.cli.app import app
 from vllmdiag.fingerprint import fingerprint_diff, fingerprint_file
 from vllmdiag.fingerprint.startup import dominant
+from vllmdiag.journal import load_result
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape, shape_problem
 from vllmdiag.model.verdict import ArmInfo, decide
@@ -30,9 +31,7 @@ FAILING = ("r1.baseline.llama", "r1.enforce-eager.llama", "r1.attention-backend-
 
 
 def _results(run: Path) -> list[CellResult]:
-    return [
-        CellResult.from_json(json.loads(p.read_text())) for p in run.glob("cells/*/result.json")
-    ]
+    return [load_result(json.loads(p.read_text())) for p in run.glob("cells/*/result.json")]
 
 
 @pytest.mark.parametrize("cell", FAILING)

@@ -10,14 +10,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+from vllmdiag import MatrixOptions, codec, run_matrix
 from vllmdiag.config import load_recipe
-from vllmdiag.engine import workloads as wlmod
-from vllmdiag.engine.matrix import MatrixOptions, run_matrix
-from vllmdiag.engine.vllm_cli import bench_dialect, vllm_package_dir
 from vllmdiag.fingerprint import parse_lines
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Builtin, WorkloadConfig
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape, shape_problem
+from vllmdiag.plan import workloads as wlmod
+from vllmdiag.runner.vllm_cli import bench_dialect, vllm_package_dir
 
 BENCH = """
 import json, sys
@@ -78,16 +78,10 @@ def test_a_workload_of_another_shape_is_an_error_and_the_asked_shape_passes(
         """,
     )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
-    by = {r.workload: r for r in report.results}
+    by = {r.workload: r for r in report.cells}
     assert by["asked"].outcome is Outcome.PASS, by["asked"].reason
-    assert by["asked"].run_fingerprint is not None
-    shape = by["asked"].run_fingerprint["workload"]
-    assert shape == {
-        "num_prompts": 256,
-        "prompt_tokens": 256 * 64 + 20,
-        "output_tokens": 256 * 32,
-        "stated_mismatch": 20,
-    }
+    assert by["asked"].fingerprint is not None
+    assert by["asked"].fingerprint.workload == WorkloadShape(256, 256 * 64 + 20, 256 * 32, 20)
     wrong = by["wrong"]
     assert wrong.outcome is Outcome.ERROR
     assert wrong.reason.startswith("the workload did not take the shape the recipe asked")
@@ -162,7 +156,7 @@ def test_the_fingerprint_reads_the_totals_a_benchmark_printed() -> None:
         ]
     )
     assert fp.workload == WorkloadShape(None, 262_164, 32_768)
-    assert json.loads(json.dumps(fp.to_json()))["workload"]["prompt_tokens"] == 262_164
+    assert json.loads(codec.dumps(fp))["workload"]["prompt_tokens"] == 262_164
 
 
 def test_a_failure_in_vllmdiags_own_probe_is_an_error_never_a_verdict(tmp_path: Path) -> None:
@@ -203,9 +197,9 @@ def test_a_failure_in_vllmdiags_own_probe_is_an_error_never_a_verdict(tmp_path: 
         """)
     )
     report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run"))
-    cell = report.results[0]
+    cell = report.cells[0]
     assert cell.outcome is Outcome.ERROR, cell
-    assert cell.root_cause is not None and cell.root_cause["origin"] == "tool"
+    assert cell.root_cause is not None and cell.root_cause.origin == "tool"
     assert cell.reason.startswith("vllmdiag's own code failed")
     assert "vllm_smoke.py" in cell.reason
     assert report.verdict.summary.startswith("The baseline has no result")

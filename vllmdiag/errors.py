@@ -32,6 +32,21 @@ class EnvError(VllmdiagError):
     """An environment (leg) that could not be built, verified or found."""
 
 
+class PinNotHeld(EnvError):
+    """A leg's pin that the resolver did not honour (``problems`` says which and how): a
+    cell on it cannot test the pin, so it is an error, and the arm is inert."""
+
+    def __init__(
+        self,
+        problems: tuple[str, ...],
+        *,
+        where: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__("a pin did not hold: " + "; ".join(problems), where=where, hint=hint)
+        self.problems = problems
+
+
 class ProcessError(VllmdiagError):
     """A helper command vllmdiag itself needed (uv, a probe) failed."""
 

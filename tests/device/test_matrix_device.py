@@ -130,7 +130,7 @@ def test_throughput_builtin_takes_the_asked_shape_and_a_wrong_spelling_is_caught
     assert good["outcome"] == "pass", good
     assert good["metrics"]["tokens_per_second"] > 0
     result = json.loads((run_dir / "cells" / good["id"] / "result.json").read_text())
-    shape = result["run_fingerprint"]["workload"]
+    shape = result["fingerprint"]["workload"]
     assert shape["num_prompts"] == 64
     assert abs(shape["prompt_tokens"] - 64 * 128) <= 64 * 128 * 0.02
     assert shape["output_tokens"] == 64 * 32

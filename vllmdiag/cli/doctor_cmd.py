@@ -20,7 +20,7 @@ _STYLE = {"contaminated": "bold red", "warning": "yellow", "ok": "green", "skipp
 def _specs(target: str, leg: str | None) -> list[LegSpec]:
     if target.endswith((".yaml", ".yml")):
         from vllmdiag.config import load_recipe
-        from vllmdiag.engine.legs import recipe_legs
+        from vllmdiag.plan import recipe_legs
 
         return recipe_legs(load_recipe(Path(target)), leg)
     if leg is not None:
@@ -87,7 +87,9 @@ def doctor_cmd(
         for spec in _specs(target, leg):
 
             def note(ev: EnvEvent) -> None:
-                out.print(plain(f"leg {ev.leg}: {ev.kind} {ev.detail}", "dim"), highlight=False)
+                out.print(
+                    plain(f"leg {ev.leg}: {ev.kind.value} {ev.detail}", "dim"), highlight=False
+                )
 
             built = cache.ensure(spec, observer=note)
             reports.append(doctor(built, run_env, check_gpu=not no_gpu))

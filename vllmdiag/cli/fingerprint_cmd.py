@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,11 +11,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.fingerprint import Fingerprint, fingerprint_diff, fingerprint_file
-from vllmdiag.fingerprint.startup import StartupTimeline, diff_json, dominant, dominant_json
+from vllmdiag.fingerprint.startup import dominant, startup_diff
 from vllmdiag.model.shape import WorkloadShape
+from vllmdiag.model.startup import StartupTimeline
 
 _STYLE = {"same": "green", "different": "bold red", "missing": "yellow"}
 
@@ -76,8 +79,9 @@ def fingerprint(
         fp = fingerprint_file(_existing(Path(args[0])))
         findings = _findings(leg)
         top = dominant(fp.startup, findings) if fp.startup else None
+        fp = replace(fp, startup_dominant=top)
         if as_json:
-            emit_json({**fp.to_json(), "startup_dominant": dominant_json(top)})
+            emit_json(codec.dump(fp))
             return
         out = human(as_json)
         table = Table(title=f"fingerprint of {escape(args[0])}", title_justify="left")
@@ -132,16 +136,16 @@ def _print_startup(out: Console, t: StartupTimeline) -> None:
 def _diff(a: Path, b: Path, as_json: bool, findings: list[tuple[str, str]]) -> None:
     fa, fb = fingerprint_file(_existing(a)), fingerprint_file(_existing(b))
     rows = fingerprint_diff(fa, fb)
-    phases = diff_json(fa.startup, fb.startup)
+    phases = startup_diff(fa.startup, fb.startup)
     top_b = dominant(fb.startup, findings) if fb.startup else None
     if as_json:
         emit_json(
             {
                 "a": str(a),
                 "b": str(b),
-                "fields": [r.to_json() for r in rows],
-                "startup": phases,
-                "startup_dominant_b": dominant_json(top_b),
+                "fields": codec.dump(tuple(rows)),
+                "startup": codec.dump(phases),
+                "startup_dominant_b": codec.dump(top_b),
             }
         )
         return
@@ -152,23 +156,25 @@ def _diff(a: Path, b: Path, as_json: bool, findings: list[tuple[str, str]]) -> N
         table.add_column(col, overflow="fold")
     for r in rows:
         style = _STYLE[r.status]
-        table.add_row(r.field, escape(_show(r.a)), escape(_show(r.b)), f"[{style}]{r.status}[/]")
+        table.add_row(
+            r.field, escape(_show(r.a)), escape(_show(r.b)), f"[{style}]{r.status.value}[/]"
+        )
     out.print(table)
     if phases is None:
         return
     moved = Table(title="start-up phases (seconds)", title_justify="left")
     for col in ("phase", "A", "B", "B - A"):
         moved.add_column(col, justify="left" if col == "phase" else "right")
-    for d in phases["phases"]:
-        moved.add_row(escape(d["phase"]), _secs(d["a_s"]), _secs(d["b_s"]), f"{d['delta_s']:+.0f}")
+    for d in phases.phases:
+        moved.add_row(escape(d.name), _secs(d.a_s), _secs(d.b_s), f"{d.delta_s:+.0f}")
     out.print(moved)
-    first = phases["phases"][0] if phases["phases"] else None
-    if first is not None and abs(first["delta_s"]) >= 1:
+    first = phases.phases[0] if phases.phases else None
+    if first is not None and abs(first.delta_s) >= 1:
         why = ""
-        if top_b is not None and top_b.phase.name == first["phase"] and top_b.explanation:
+        if top_b is not None and top_b.phase.name == first.name and top_b.explanation:
             why = f": {escape(top_b.explanation)}"
         out.print(
-            f"[bold]{escape(first['phase'])}[/] moved most ({first['delta_s']:+.0f} s){why}",
+            f"[bold]{escape(first.name)}[/] moved most ({first.delta_s:+.0f} s){why}",
             highlight=False,
         )
 

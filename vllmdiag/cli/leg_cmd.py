@@ -8,10 +8,12 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.config import load_recipe
-from vllmdiag.engine.legs import recipe_legs
 from vllmdiag.envs import EnvCache, EnvEvent
+from vllmdiag.model.stack import EnvRecord
+from vllmdiag.plan import recipe_legs
 
 leg_app = typer.Typer(
     help="Build or inspect a recipe's legs (isolated uv environments).", no_args_is_help=True
@@ -33,14 +35,13 @@ def build(
 
         def show(e: EnvEvent) -> None:
             first = e.detail.splitlines()[0] if e.detail else ""
-            console.print(plain(f"leg {e.leg}: {e.kind} {first}"), highlight=False)
+            console.print(plain(f"leg {e.leg}: {e.kind.value} {first}"), highlight=False)
 
         for spec in recipe_legs(rec, leg):
-            env = cache.ensure(spec, observer=show)
-            data = env.to_json()
-            out.append(data)
+            record = cache.ensure(spec, observer=show).record()
+            out.append(codec.dump(record))
             if not as_json:
-                _stack_table(console, data)
+                _stack_table(console, record)
         if as_json:
             emit_json({"recipe": rec.name, "legs": out})
 
@@ -68,7 +69,7 @@ def show(
                 "built": env is not None,
             }
             if env is not None:
-                data.update(env.to_json())
+                data.update(codec.dump(env.record()))
             out.append(data)
             if not as_json:
                 head = plain(spec.name, "bold")
@@ -85,16 +86,16 @@ def show(
                     highlight=False,
                 )
                 if env is not None:
-                    _stack_table(console, data)
+                    _stack_table(console, env.record())
                     if freeze:
                         console.print(plain("\n".join(f"    {ln}" for ln in env.freeze)))
         if as_json:
             emit_json({"recipe": rec.name, "legs": out})
 
 
-def _stack_table(console: Any, data: dict[str, Any]) -> None:
-    st = data.get("stack", {})
-    table = Table(title=plain(f"{data['leg']} ({data['lock_hash']})"), title_justify="left")
+def _stack_table(console: Any, env: EnvRecord) -> None:
+    st = env.stack
+    table = Table(title=plain(f"{env.leg} ({env.lock_hash})"), title_justify="left")
     for col in (
         "vllm",
         "torch",
@@ -107,24 +108,19 @@ def _stack_table(console: Any, data: dict[str, Any]) -> None:
         "GPU",
     ):
         table.add_column(col)
-    gpus = data.get("gpu", {}).get("gpus", [])
-    gpu = f"{len(gpus)}× {gpus[0]['name']} ({gpus[0]['driver']})" if gpus else "—"
-    table.add_row(
-        *(
-            plain(st.get(k) or "—")
-            for k in (
-                "vllm",
-                "torch",
-                "torch_cuda",
-                "transformers",
-                "flashinfer-python",
-                "nvidia-cutlass-dsl",
-                "triton",
-                "python",
-            )
-        ),
-        plain(gpu),
+    gpus = env.gpu.gpus
+    gpu = f"{len(gpus)}× {gpus[0].name} ({gpus[0].driver})" if gpus else "—"
+    values = (
+        st.vllm,
+        st.torch,
+        st.torch_cuda,
+        st.transformers,
+        st.flashinfer_python,
+        st.nvidia_cutlass_dsl,
+        st.triton,
+        st.python,
     )
+    table.add_row(*(plain(v or "—") for v in values), plain(gpu))
     console.print(table)
 
 

@@ -1,5 +1,6 @@
-"""The live view of a long job: env builds, cell i of n, the running cell's elapsed time
-and last log line. An observer of engine events; nothing in the engine knows about it."""
+"""The live view of a job that runs cells: env builds, cell i of n, the running cell's
+elapsed time and last log line. One observer of the runner's events (the journal is
+another); nothing in the runner knows about it."""
 
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from vllmdiag.engine.events import CellFinished, CellStarted, CellTick, Event, Note, RunStarted
-from vllmdiag.envs.cache import EnvEvent
+from vllmdiag.envs.cache import EnvEvent, EnvState
+from vllmdiag.events import Note
+from vllmdiag.runner.events import (
+    CellFinished,
+    CellReused,
+    CellsEvent,
+    CellStarted,
+    CellTick,
+    RunStarted,
+)
 
 STYLE = {
     "pass": "green",
@@ -73,7 +82,7 @@ class LiveView:
             self._started = True
             self.live.start()
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: CellsEvent) -> None:
         # Every name, path and log line is data: it goes in as Text, never as markup
         # (a log line holding "[/data/models/qwen]" must print, not crash the run).
         if isinstance(event, RunStarted):
@@ -83,33 +92,33 @@ class LiveView:
             self._print(Text(f"{verb} directory: ").append(str(event.run_dir), style="bold"))
         elif isinstance(event, EnvEvent):
             colour = {
-                "failed": "red",
-                "ready": "green",
-                "reused": "cyan",
-                "damaged": "yellow",
+                EnvState.FAILED: "red",
+                EnvState.READY: "green",
+                EnvState.REUSED: "cyan",
+                EnvState.DAMAGED: "yellow",
             }.get(event.kind, "")
             # A failure shows uv's whole account of it (its error lines); progress, one line.
             lines = event.detail.splitlines() if event.detail else [""]
-            shown = "\n  ".join(lines[:40]) if event.kind == "failed" else lines[0]
-            self._print(Text(f"leg {event.leg}: {event.kind} {shown}", style=colour))
+            failed = event.kind is EnvState.FAILED
+            shown = "\n  ".join(lines[:40]) if failed else lines[0]
+            self._print(Text(f"leg {event.leg}: {event.kind.value} {shown}", style=colour))
         elif isinstance(event, CellStarted):
-            self.status.plain = f"[{event.index}/{event.total}] {event.cell_id}: starting"
+            self.status.plain = f"[{event.index}/{event.total}] {event.id}: starting"
         elif isinstance(event, CellTick):
             now = time.monotonic()
             if now - self._last_read > 0.5:
                 self._last_read = now
-                self.status.plain = (
-                    f"{event.cell_id} {event.elapsed_s:6.1f}s | {last_line(event.log)}"
-                )
-        elif isinstance(event, CellFinished):
+                self.status.plain = f"{event.id} {event.elapsed_s:6.1f}s | {last_line(event.log)}"
+        elif isinstance(event, (CellFinished, CellReused)):
             r = event.result
             line = Text(f"[{event.index}/{event.total}] {r.id}: ")
             line.append(r.outcome.value, style=STYLE.get(r.outcome.value, ""))
             line.append(f" rc={r.rc}" if r.rc is not None else "")
-            line.append(f" {r.elapsed_s:.1f}s" + (" (reused)" if event.reused else ""))
-            if r.root_cause and r.root_cause.get("type"):
-                message = str(r.root_cause.get("message", ""))[:80]
-                line.append(f" — {r.root_cause['type']}: {message}")
+            reused = isinstance(event, CellReused)
+            line.append(f" {r.elapsed_s:.1f}s" + (" (reused)" if reused else ""))
+            cause = r.root_cause
+            if cause is not None and (cause.type or cause.evidence == "death-line"):
+                line.append(f" — {cause.type or 'died'}: {(cause.message or '')[:80]}")
             self._print(line)
             self.progress.advance(self.task)
         elif isinstance(event, Note):

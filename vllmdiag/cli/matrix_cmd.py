@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from vllmdiag import codec
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import verdict_table
 from vllmdiag.config import load_recipe
-from vllmdiag.engine.matrix import MatrixOptions, MatrixReport, run_matrix
-from vllmdiag.engine.matrix_plan import plan
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
+from vllmdiag.plan import MatrixPlan, plan
 from vllmdiag.proc import Interrupted
 
 
@@ -69,9 +69,9 @@ def matrix(
         if dry_run:
             p = plan(rec)
             if as_json:
-                emit_json(p.to_json())
+                emit_json(codec.dump(p))
                 return
-            _print_plan(console, p.to_json())
+            _print_plan(console, p)
             return
         opts = MatrixOptions(
             out=out,
@@ -85,7 +85,7 @@ def matrix(
             report = run_matrix(rec, opts, view)
         _print_report(console, report)
         if as_json:
-            emit_json(report.to_json())
+            emit_json(codec.dump(report))
         if report.interrupted:
             raise typer.Exit(Interrupted(report.stopped_by or "SIGINT").exit_code)
         if report.cells_run == 0:
@@ -98,49 +98,45 @@ def matrix(
             raise typer.Exit(1)
 
 
-def _print_plan(console: Console, data: dict[str, Any]) -> None:
+def _print_plan(console: Console, p: MatrixPlan) -> None:
     """The plan as text a user can paste from: each command on one line, quoted with
     ``shlex.join``, never wrapped or cut (and never parsed as markup)."""
-    head = Text(data["recipe"], style="bold")
-    head.append(f": {data['question']}", style="")
+    head = Text(p.recipe, style="bold")
+    head.append(f": {p.question}", style="")
     console.print(head)
     legs = Table(title="legs", title_justify="left")
     for col in ("leg", "key", "python", "requirements", "exclude_newer", "existing"):
         legs.add_column(col, overflow="fold")
-    for leg in data["legs"]:
+    for leg in p.legs:
         legs.add_row(
             *(
                 plain(v)
                 for v in (
-                    leg["name"],
-                    leg["key"],
-                    leg["python"],
-                    " ".join(leg["requirements"]),
-                    leg["exclude_newer"] or "",
-                    leg["existing"] or "",
+                    leg.name,
+                    leg.key,
+                    leg.python,
+                    " ".join(leg.requirements),
+                    leg.exclude_newer or "",
+                    leg.existing or "",
                 )
             )
         )
     console.print(legs)
     console.print(Text("cells (in run order)", style="italic"))
-    for c in data["cells"]:
-        line = Text(c["id"], style="bold")
-        line.append(f"  leg {c['leg']}", style="dim")
+    for c in p.cells:
+        line = Text(c.id, style="bold")
+        line.append(f"  leg {c.leg}", style="dim")
         console.print(line, soft_wrap=True)
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c["env"].items())
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
         if env:
             console.print(plain(f"  env: {env}"), soft_wrap=True, highlight=False)
-        console.print(plain(f"  $ {shlex.join(c['argv'])}"), soft_wrap=True, highlight=False)
+        console.print(plain(f"  $ {shlex.join(c.argv)}"), soft_wrap=True, highlight=False)
 
 
 def _print_report(console: Console, report: MatrixReport) -> None:
     console.print()
     console.print(
-        verdict_table(
-            report.verdict,
-            list(report.recipe.workloads),
-            f"{report.recipe.name}: {report.recipe.question}",
-        )
+        verdict_table(report.verdict, report.workloads, f"{report.recipe}: {report.question}")
     )
     verdict = Text("\nVerdict. ", style="bold")
     verdict.append(report.verdict.summary, style="")
@@ -148,7 +144,7 @@ def _print_report(console: Console, report: MatrixReport) -> None:
     console.print(plain(f"summary: {report.run_dir / 'summary.md'}"))
     if report.interrupted:
         again = shlex.join(
-            ["vllmdiag", "matrix", str(report.recipe.source), "--resume", str(report.run_dir)]
+            ["vllmdiag", "matrix", str(report.source), "--resume", str(report.run_dir)]
         )
         line = Text("interrupted", style="yellow")
         line.append(f": resume with {again}", style="")

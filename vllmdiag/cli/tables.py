@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from vllmdiag.engine.summary import table_rows
+from vllmdiag.matrix.summary import table_rows
 from vllmdiag.model.verdict import Verdict
 
 EFFECT_STYLE = {
@@ -16,10 +16,11 @@ EFFECT_STYLE = {
     "error": "bold yellow",
     "control": "cyan",
     "inert": "magenta",
+    "not run": "dim",
 }
 
 
-def verdict_table(verdict: Verdict, workloads: list[str], title: str) -> Table:
+def verdict_table(verdict: Verdict, workloads: list[str] | tuple[str, ...], title: str) -> Table:
     rows = table_rows(verdict, workloads)
     table = Table(title=Text(title), title_justify="left")
     for col in rows[0]:

@@ -11,12 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
-try:  # typer 0.2x carries its own click
-    from typer._click.core import Context, Parameter
-    from typer._click.exceptions import NoSuchOption, UsageError
-except ImportError:  # an older typer, on click itself
-    from click import Context, NoSuchOption, Parameter, UsageError  # type: ignore[assignment]
-
+from vllmdiag.cli.clickcompat import Context, NoSuchOption, Parameter, UsageError
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.window.job import WindowRequest, run_window

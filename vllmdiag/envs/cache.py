@@ -13,31 +13,41 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
-from typing import Any
 
-from vllmdiag import atomic, probes, proc, redact
+from vllmdiag import atomic, codec, probes, proc, redact
 from vllmdiag.envs.gpu import gpu_info
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.envs.uvtool import append_log, index_environ, resolver_message, uv, uv_run
 from vllmdiag.envs.verify import damage, freeze_versions, pin_problems, read_marker
-from vllmdiag.errors import EnvError, ProcessError
+from vllmdiag.errors import EnvError, PinNotHeld, ProcessError
+from vllmdiag.events import Observer, ignore
 from vllmdiag.locks import file_lock
+from vllmdiag.model.stack import EnvRecord, NodeGpus, StackInfo
 from vllmdiag.paths import cache_root
 
 MARKER = ".vllmdiag-env.json"
 MARKER_SCHEMA = 1
 
 
+class EnvState(str, Enum):
+    BUILDING = "building"
+    REUSED = "reused"
+    DAMAGED = "damaged"
+    READY = "ready"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True)
 class EnvEvent:
-    """Progress of an env: ``kind`` is building, reused, ready or failed."""
+    """Progress of a leg's env (``detail``: the path, the requirements, why it is being
+    rebuilt, the build time, or uv's account of a failure)."""
 
     leg: str
-    kind: str
+    kind: EnvState
     detail: str = ""
 
 
@@ -49,11 +59,11 @@ class Env:
     path: Path
     python: Path
     freeze: tuple[str, ...]
-    stack: dict[str, Any]
+    stack: StackInfo
     lock_hash: str
     reused: bool = False
     build_s: float = 0.0
-    gpu: dict[str, Any] = field(default_factory=dict)
+    gpu: NodeGpus = field(default_factory=NodeGpus)
 
     @property
     def bin_dir(self) -> Path:
@@ -70,25 +80,22 @@ class Env:
         env["VIRTUAL_ENV"] = str(self.path)
         return env
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "leg": self.spec.name,
-            "key": self.spec.key(),
-            "path": str(self.path),
-            "python": str(self.python),
-            "requirements": list(self.spec.requirements),
-            "pins": list(self.spec.pins),
-            "exclude_newer": self.spec.exclude_newer,
-            "lock_hash": self.lock_hash,
-            "stack": self.stack,
-            "gpu": self.gpu,
-            "freeze": list(self.freeze),
-            "reused": self.reused,
-            "build_s": round(self.build_s, 3),
-        }
-
-
-Observer = Callable[[EnvEvent], None]
+    def record(self) -> EnvRecord:
+        return EnvRecord(
+            leg=self.spec.name,
+            key=self.spec.key(),
+            path=str(self.path),
+            python=str(self.python),
+            requirements=tuple(self.spec.requirements),
+            pins=tuple(self.spec.pins),
+            exclude_newer=self.spec.exclude_newer,
+            lock_hash=self.lock_hash,
+            stack=self.stack,
+            gpu=self.gpu,
+            freeze=self.freeze,
+            reused=self.reused,
+            build_s=round(self.build_s, 3),
+        )
 
 
 class EnvCache:
@@ -109,29 +116,29 @@ class EnvCache:
         return self._reuse(spec, self.path_for(spec))[0]
 
     def ensure(
-        self, spec: LegSpec, *, observer: Observer | None = None, log: Path | None = None
+        self, spec: LegSpec, *, observer: Observer[EnvEvent] = ignore, log: Path | None = None
     ) -> Env:
         """The env for ``spec``, built if needed. Raises :class:`EnvError` on failure."""
-        notify = observer or (lambda _e: None)
+        notify = observer
         if spec.existing is not None:
             env = self._adopt(spec)
-            notify(EnvEvent(spec.name, "reused", str(env.path)))
+            notify(EnvEvent(spec.name, EnvState.REUSED, str(env.path)))
             return env
         path = self.path_for(spec)
         with file_lock(self.root / f"{path.name}.lock", what=f"env {spec.name}"):
             reused, why = self._reuse(spec, path)
             if reused is not None:
-                notify(EnvEvent(spec.name, "reused", str(path)))
+                notify(EnvEvent(spec.name, EnvState.REUSED, str(path)))
                 return reused
             if why:
-                notify(EnvEvent(spec.name, "damaged", f"{why}: rebuilding"))
-            notify(EnvEvent(spec.name, "building", " ".join(spec.requirements)))
+                notify(EnvEvent(spec.name, EnvState.DAMAGED, f"{why}: rebuilding"))
+            notify(EnvEvent(spec.name, EnvState.BUILDING, " ".join(spec.requirements)))
             try:
                 env = self._build(spec, path, log)
             except EnvError as exc:
-                notify(EnvEvent(spec.name, "failed", exc.message))
+                notify(EnvEvent(spec.name, EnvState.FAILED, exc.message))
                 raise
-            notify(EnvEvent(spec.name, "ready", f"{env.build_s:.1f}s"))
+            notify(EnvEvent(spec.name, EnvState.READY, f"{env.build_s:.1f}s"))
             return env
 
     def _reuse(self, spec: LegSpec, path: Path) -> tuple[Env | None, str]:
@@ -150,7 +157,7 @@ class EnvCache:
             path=path,
             python=python,
             freeze=tuple(data["freeze"]),
-            stack=data["stack"],
+            stack=StackInfo.from_probe(data["stack"]),
             lock_hash=data["lock_hash"],
             reused=True,
             gpu=gpu_info(),
@@ -200,11 +207,10 @@ class EnvCache:
             raise EnvError("the new environment's python does not start", where=where)
         env = self._describe(spec, path, python, reused=False, build_s=time.monotonic() - start)
         check_pins(env)
+        record = codec.dump(env.record())
         atomic.write_json(
             path / MARKER,
-            redact.data(
-                {"schema": MARKER_SCHEMA, "key": spec.key(), "created": _now(), **env.to_json()}
-            ),
+            redact.data({**record, "schema": MARKER_SCHEMA, "key": spec.key(), "created": _now()}),
         )
         return env
 
@@ -237,8 +243,10 @@ class EnvCache:
             for line in uv("pip", "freeze", "--python", python, what="uv pip freeze").splitlines()
             if line.strip()
         )
-        stack = json.loads(
-            proc.check_output([str(python), str(probes.script("stack"))], what="stack probe")
+        stack = StackInfo.from_probe(
+            json.loads(
+                proc.check_output([str(python), str(probes.script("stack"))], what="stack probe")
+            )
         )
         lock_hash = hashlib.sha256("\n".join(sorted(freeze)).encode()).hexdigest()[:16]
         return Env(spec, path, python, freeze, stack, lock_hash, reused, build_s, gpu_info())
@@ -248,8 +256,8 @@ def check_pins(env: Env) -> None:
     """Every requirement of the leg must hold in what was installed; else EnvError."""
     problems = pin_problems(env.spec.requirements, env.installed())
     if problems:
-        raise EnvError(
-            "a pin did not hold: " + "; ".join(problems),
+        raise PinNotHeld(
+            tuple(problems),
             where=f"leg {env.spec.name} ({env.path})",
             hint="another requirement forces a different version; this cell cannot test "
             "the pin, so it is an error, not a result",

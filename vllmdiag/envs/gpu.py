@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import shutil
 from functools import lru_cache
-from typing import Any
 
 from vllmdiag import proc
+from vllmdiag.model.stack import Gpu, NodeGpus
 
 
 @lru_cache(maxsize=1)
-def gpu_info() -> dict[str, Any]:
-    """``{"gpus": [{"name", "driver", "memory_mib"}], ...}``; empty where there is no GPU."""
+def gpu_info() -> NodeGpus:
+    """The node's GPUs; none where there is no ``nvidia-smi``."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        return {}
+        return NodeGpus()
     done = proc.run(
         [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
         capture=True,
         timeout=30,
     )
     if not done.ok:
-        return {"error": (done.stderr or done.stdout).strip()[-500:]}
+        return NodeGpus(error=(done.stderr or done.stdout).strip()[-500:])
     gpus = []
     for line in done.stdout.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 3:
-            gpus.append({"name": parts[0], "driver": parts[1], "memory_mib": parts[2]})
-    return {"gpus": gpus}
+            gpus.append(Gpu(name=parts[0], driver=parts[1], memory_mib=parts[2]))
+    return NodeGpus(tuple(gpus))

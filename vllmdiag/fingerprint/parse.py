@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.fingerprint.model import Fingerprint
 from vllmdiag.fingerprint.startup import MARKER_WORDS, TimelineBuilder
+from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.shape import WorkloadShape
 from vllmdiag.triage.lines import normalise
 from vllmdiag.triage.reader import scan

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
-from typing import Any
 
+from vllmdiag.model.startup import Dominant, Phase, PhaseDelta, StartupDiff, StartupTimeline
 from vllmdiag.triage.lines import strip_ansi
 
 #: Written by the cell runner as the first line of a cell's log.
@@ -99,29 +99,6 @@ MARKER_WORDS = (
 )
 #: A phase that takes more than this share of the start-up is called dominant.
 DOMINANT_SHARE = 0.4
-
-
-@dataclass(frozen=True)
-class Phase:
-    name: str
-    start: str  # the milestone key it starts at ("process_start", "first_log", ...)
-    end: str
-    seconds: float
-
-
-@dataclass(frozen=True)
-class StartupTimeline:
-    """Phases in order; ``total_s`` from the earliest milestone known to ``ready`` (or the
-    last one seen, when the engine never got ready)."""
-
-    phases: tuple[Phase, ...]
-    total_s: float
-    ready: bool
-    from_process_start: bool
-    reported_init_s: float | None = None  # vLLM's own "init engine ... took N s"
-
-    def phase(self, name: str) -> Phase | None:
-        return next((p for p in self.phases if p.name == name), None)
 
 
 class TimelineBuilder:
@@ -211,17 +188,6 @@ def timeline(lines: Iterable[str]) -> StartupTimeline | None:
     return builder.build()
 
 
-@dataclass(frozen=True)
-class PhaseDelta:
-    name: str
-    a_s: float | None
-    b_s: float | None
-
-    @property
-    def delta_s(self) -> float:
-        return (self.b_s or 0.0) - (self.a_s or 0.0)
-
-
 def diff(a: StartupTimeline, b: StartupTimeline) -> list[PhaseDelta]:
     """Phase by phase (phases of one name summed), biggest move first."""
     names: list[str] = []
@@ -233,7 +199,7 @@ def diff(a: StartupTimeline, b: StartupTimeline) -> list[PhaseDelta]:
         hits = [p.seconds for p in t.phases if p.name == name]
         return sum(hits) if hits else None
 
-    out = [PhaseDelta(n, total(a, n), total(b, n)) for n in names]
+    out = [PhaseDelta.of(n, total(a, n), total(b, n)) for n in names]
     return sorted(out, key=lambda d: -abs(d.delta_s))
 
 
@@ -247,13 +213,6 @@ EXPLAINED_BY: dict[str, tuple[str, ...]] = {
     "kernel_warmup": _FLASHINFER_JIT,
     "ready": _FLASHINFER_JIT,
 }
-
-
-@dataclass(frozen=True)
-class Dominant:
-    phase: Phase
-    share: float
-    explanation: str | None
 
 
 def dominant(t: StartupTimeline, findings: Sequence[tuple[str, str]] = ()) -> Dominant | None:
@@ -270,25 +229,8 @@ def dominant(t: StartupTimeline, findings: Sequence[tuple[str, str]] = ()) -> Do
     return Dominant(top, share, why)
 
 
-def dominant_json(d: Dominant | None) -> dict[str, Any] | None:
-    if d is None:
-        return None
-    return {
-        "phase": d.phase.name,
-        "seconds": d.phase.seconds,
-        "share": round(d.share, 4),
-        "explanation": d.explanation,
-    }
-
-
-def diff_json(a: StartupTimeline | None, b: StartupTimeline | None) -> dict[str, Any] | None:
-    """Both timelines' totals and the phases, biggest move first (None without both)."""
+def startup_diff(a: StartupTimeline | None, b: StartupTimeline | None) -> StartupDiff | None:
+    """Both timelines' totals and their phases, biggest move first (None without both)."""
     if a is None or b is None:
         return None
-    return {
-        "a_total_s": a.total_s,
-        "b_total_s": b.total_s,
-        "phases": [
-            {"phase": d.name, "a_s": d.a_s, "b_s": d.b_s, "delta_s": d.delta_s} for d in diff(a, b)
-        ],
-    }
+    return StartupDiff(a.total_s, b.total_s, tuple(diff(a, b)))

@@ -8,11 +8,14 @@ calls it single-variable.
 
 from __future__ import annotations
 
+import difflib
 import shlex
 from enum import Enum
 
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from vllmdiag.model.fingerprint import Fingerprint
 
 
 class ArmKind(str, Enum):
@@ -117,6 +120,20 @@ class Arm(BaseModel):
                 raise ValueError(
                     f"honoured_by must be a requirement like 'vllm<0.14': {exc}"
                 ) from None
+        return v
+
+    @field_validator("fingerprint_field")
+    @classmethod
+    def _known_field(cls, v: str | None) -> str | None:
+        """A field the run fingerprint does not have would silently switch the inert
+        check off: refuse it, with the fields there are."""
+        if v is not None and v not in Fingerprint.field_names():
+            close = difflib.get_close_matches(v, Fingerprint.field_names(), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(
+                f"fingerprint_field {v!r} is not a field of the run fingerprint; {hint}"
+                f"fields: {', '.join(Fingerprint.field_names())}"
+            )
         return v
 
     @model_validator(mode="after")

@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from vllmdiag.model.arms import Arm, ArmKind
+from vllmdiag.model.fingerprint import Fingerprint
 
 REJECTED_FLAG = (
     r"unrecognized arguments:.*?{flag}(?:\s|$|=)",
@@ -30,21 +31,21 @@ class ArmEvidence:
     """What the run showed about one arm."""
 
     arm: Arm
-    stack: Mapping[str, Any] = field(default_factory=dict)
+    versions: Mapping[str, str] = field(default_factory=dict)  # distribution → version
     known_env: frozenset[str] | None = None
     unknown_env_warnings: frozenset[str] = frozenset()
     log_texts: Sequence[str] = ()
-    fingerprints: Sequence[Mapping[str, Any]] = ()
-    baseline_fingerprints: Sequence[Mapping[str, Any]] = ()
-    env_error: str = ""
+    fingerprints: Sequence[Fingerprint] = ()
+    baseline_fingerprints: Sequence[Fingerprint] = ()
+    pin_not_held: tuple[str, ...] = ()  # what the resolver installed instead, per pin
 
 
 def inert_reason(ev: ArmEvidence) -> str | None:
     arm = ev.arm
-    if arm.kind is ArmKind.PIN and "pin did not hold" in ev.env_error:
-        return "the pin did not hold: " + ev.env_error.split("pin did not hold:", 1)[1].strip()
+    if arm.kind is ArmKind.PIN and ev.pin_not_held:
+        return "the pin did not hold: " + "; ".join(ev.pin_not_held)
     if arm.honoured_by:
-        why = _not_honoured(arm.honoured_by, ev.stack)
+        why = _not_honoured(arm.honoured_by, ev.versions)
         if why:
             return why
     for var in arm.env:
@@ -58,16 +59,16 @@ def inert_reason(ev: ArmEvidence) -> str | None:
                 return f"the leg's CLI rejects {flag.name}"
     if arm.fingerprint_field and ev.fingerprints and ev.baseline_fingerprints:
         field_ = arm.fingerprint_field
-        mine = {_norm(fp.get(field_)) for fp in ev.fingerprints}
-        base = {_norm(fp.get(field_)) for fp in ev.baseline_fingerprints}
+        mine = {_norm(getattr(fp, field_, None)) for fp in ev.fingerprints}
+        base = {_norm(getattr(fp, field_, None)) for fp in ev.baseline_fingerprints}
         if None not in mine and mine == base and len(mine) == 1:
             return f"the run's {field_} stayed {next(iter(mine))!r}, as in the baseline"
     return None
 
 
-def _not_honoured(requirement: str, stack: Mapping[str, Any]) -> str | None:
+def _not_honoured(requirement: str, versions: Mapping[str, str]) -> str | None:
     req = Requirement(requirement)
-    installed = {canonicalize_name(k): v for k, v in stack.items() if isinstance(v, str)}
+    installed = {canonicalize_name(k): v for k, v in versions.items()}
     got = installed.get(canonicalize_name(req.name))
     if got is None:
         return None  # the package is not in this leg: the condition does not apply

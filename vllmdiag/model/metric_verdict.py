@@ -12,15 +12,17 @@ from vllmdiag.model.verdict import (
     ArmVerdict,
     Effect,
     MetricInfo,
-    Status,
+    Square,
+    SquareState,
     Verdict,
+    VerdictMode,
     _effect_sentences,
     median_spread,
     not_run,
 )
 
 
-def metric_status(cells: Sequence[CellResult], metric: str, base: Status | None) -> Status:
+def metric_status(cells: Sequence[CellResult], metric: str, base: Square | None) -> Square:
     values = [c.metrics[metric] for c in cells if c.outcome is Outcome.PASS and metric in c.metrics]
     if not values:
         if any(c.outcome in (Outcome.FAIL, Outcome.TIMEOUT) for c in cells):
@@ -31,9 +33,10 @@ def metric_status(cells: Sequence[CellResult], metric: str, base: Status | None)
                     if c.outcome.is_result
                 }
             )
-            return Status("fail", " / ".join(rcs), n=0)
-        state = "error" if any(c.outcome is Outcome.ERROR for c in cells) else "skipped"
-        return Status(state, state if state == "error" else "—", n=0)
+            return Square(SquareState.FAIL, " / ".join(rcs), n=0)
+        if any(c.outcome is Outcome.ERROR for c in cells):
+            return Square(SquareState.ERROR, "error", n=0)
+        return Square(SquareState.SKIPPED, "—", n=0)
     med, spread = median_spread(values)
     assert med is not None
     ratio = detected = None
@@ -44,7 +47,7 @@ def metric_status(cells: Sequence[CellResult], metric: str, base: Status | None)
     label = f"{med:,.4g}" if abs(med) < 1000 else f"{med:,.0f}"
     if spread is not None:
         label += f" ±{spread * 50:.1f}%"
-    return Status("pass", label, med, spread, ratio, len(values), detected)
+    return Square(SquareState.PASS, label, med, spread, ratio, len(values), detected)
 
 
 def _noise(a: float | None, b: float | None) -> float:
@@ -60,22 +63,24 @@ def decide_metric(
     target: str | None,
     inert: Mapping[str, str],
 ) -> Verdict:
-    base: dict[str, Status] = {}
+    base: dict[str, Square] = {}
     for w in workloads:
         m = metrics.get(w)
         base[w] = (
-            metric_status(by.get((BASELINE, w), []), m.name, None) if m else Status("skipped", "—")
+            metric_status(by.get((BASELINE, w), []), m.name, None)
+            if m
+            else Square(SquareState.SKIPPED, "—")
         )
     controls = [a for a in arms if a.control]
     goal = target or (controls[0].name if controls else None)
-    table: dict[str, dict[str, Status]] = {}
+    table: dict[str, dict[str, Square]] = {}
     for arm in arms:
         table[arm.name] = {}
         for w in workloads:
             m = metrics.get(w)
             cells = by.get((arm.name, w), [])
             table[arm.name][w] = (
-                metric_status(cells, m.name, base[w]) if m else Status("skipped", "—")
+                metric_status(cells, m.name, base[w]) if m else Square(SquareState.SKIPPED, "—")
             )
     verdicts = []
     for arm in arms:
@@ -85,15 +90,15 @@ def decide_metric(
         )
     names = sorted({m.name for m in metrics.values()})
     summary = " ".join(_summary_head(base, goal, table, workloads) + _effect_sentences(verdicts))
-    return Verdict("metric", base, tuple(verdicts), (), summary, ", ".join(names))
+    return Verdict(VerdictMode.METRIC, base, tuple(verdicts), (), summary, ", ".join(names))
 
 
 def _arm_effect(
     arm: ArmInfo,
     workloads: Sequence[str],
     metrics: Mapping[str, MetricInfo],
-    base: Mapping[str, Status],
-    table: Mapping[str, Mapping[str, Status]],
+    base: Mapping[str, Square],
+    table: Mapping[str, Mapping[str, Square]],
     goal: str | None,
     inert: Mapping[str, str],
 ) -> tuple[Effect, str]:
@@ -115,7 +120,7 @@ def _arm_effect(
         s, m, b = cells[w], metrics.get(w), base[w]
         if m is None or s.ratio is None or b.median is None:
             continue
-        improves = s.detected and ((s.ratio > 1) == (m.better == "higher"))
+        improves = s.difference_detected and ((s.ratio > 1) == (m.better == "higher"))
         tgt = table[goal][w] if goal else None
         if improves and tgt is not None and tgt.median is not None and s.median is not None:
             gap = tgt.median - b.median
@@ -130,7 +135,7 @@ def _arm_effect(
             notes.append(f"{w} {_ratio(s)} (no target to call it sufficient)")
         else:
             per.append((w, "none"))
-            what = "no difference detected" if not s.detected else "worse"
+            what = "no difference detected" if not s.difference_detected else "worse"
             notes.append(f"{w} {_ratio(s)}, {what}")
     detail = "; ".join(notes) if notes else "no comparable measurement"
     kinds = {k for _, k in per}
@@ -141,14 +146,14 @@ def _arm_effect(
     return Effect.RULED_OUT, detail
 
 
-def _ratio(s: Status) -> str:
+def _ratio(s: Square) -> str:
     return f"{s.ratio:.2f}x" if s.ratio is not None else "n/a"
 
 
 def _summary_head(
-    base: Mapping[str, Status],
+    base: Mapping[str, Square],
     goal: str | None,
-    table: Mapping[str, Mapping[str, Status]],
+    table: Mapping[str, Mapping[str, Square]],
     workloads: Sequence[str],
 ) -> list[str]:
     head = []

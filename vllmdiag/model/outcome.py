@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+
+from vllmdiag.model.fingerprint import Fingerprint
 
 
 class Outcome(str, Enum):
     """PASS / FAIL are results; TIMEOUT is a result the cell did not finish; ERROR means
-    vllmdiag or the env could not set the cell up (never "bug reproduced"); SKIPPED was
+    the cell gave nothing a verdict can use (the env could not be built, vllmdiag's own
+    code failed, the workload took another shape: never "bug reproduced"); SKIPPED was
     not run."""
 
     PASS = "pass"
@@ -24,8 +26,48 @@ class Outcome(str, Enum):
 
 
 @dataclass(frozen=True)
+class CauseSummary:
+    """A failing cell's root cause, as triage read it from the cell's log.
+
+    ``origin`` says whose failure it is: ``tool`` (vllmdiag's own code: the cell is an
+    ERROR, never a verdict), ``vllm``, ``dependency`` (``package`` names it), ``user`` or
+    ``unknown``. ``evidence``: ``traceback``, ``exception-line``, ``death-line`` or
+    ``wrapper-message``. With no root cause in the log, ``type`` is None and ``message``
+    says why; a reader that broke on the log leaves ``reader_error``.
+    """
+
+    type: str | None = None
+    message: str | None = None
+    process: str | None = None
+    signature: str | None = None
+    known: str | None = None
+    next_step: str | None = None
+    advice: str | None = None
+    origin: str = "unknown"
+    package: str | None = None
+    evidence: str | None = None
+    frames: tuple[str, ...] = ()
+    lines: tuple[int, int] | None = None
+    reader_error: str | None = None
+
+    @property
+    def is_tool_error(self) -> bool:
+        return self.origin == "tool"
+
+    @property
+    def key(self) -> str:
+        """What groups cells failing alike: the signature, else the message."""
+        return self.signature or self.message or ""
+
+
+@dataclass(frozen=True)
 class CellResult:
-    """One finished cell, as journaled in its ``result.json``."""
+    """One finished cell, as journaled in its ``result.json``.
+
+    ``reuse_key`` says what a resumed run may reuse this result for (the env as
+    installed, the exact command, its environment, the workload, the arm, the repeat);
+    ``fingerprint`` is what the run did, read from its log.
+    """
 
     id: str
     arm: str
@@ -35,52 +77,13 @@ class CellResult:
     rc: int | None
     elapsed_s: float
     metrics: dict[str, float] = field(default_factory=dict)
-    fingerprint: str = ""
+    reuse_key: str = ""
     reason: str = ""
     leg: str = ""
     lock_hash: str = ""
     argv: tuple[str, ...] = ()
-    root_cause: dict[str, Any] | None = None
-    run_fingerprint: dict[str, Any] | None = None
-    log_path: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "arm": self.arm,
-            "workload": self.workload,
-            "repeat": self.repeat,
-            "outcome": self.outcome.value,
-            "rc": self.rc,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "metrics": self.metrics,
-            "fingerprint": self.fingerprint,
-            "reason": self.reason,
-            "leg": self.leg,
-            "lock_hash": self.lock_hash,
-            "argv": list(self.argv),
-            "root_cause": self.root_cause,
-            "run_fingerprint": self.run_fingerprint,
-            "log": self.log_path,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CellResult:
-        return cls(
-            id=d["id"],
-            arm=d["arm"],
-            workload=d["workload"],
-            repeat=int(d["repeat"]),
-            outcome=Outcome(d["outcome"]),
-            rc=d.get("rc"),
-            elapsed_s=float(d.get("elapsed_s", 0.0)),
-            metrics={k: float(v) for k, v in (d.get("metrics") or {}).items()},
-            fingerprint=d.get("fingerprint", ""),
-            reason=d.get("reason", ""),
-            leg=d.get("leg", ""),
-            lock_hash=d.get("lock_hash", ""),
-            argv=tuple(d.get("argv", ())),
-            root_cause=d.get("root_cause"),
-            run_fingerprint=d.get("run_fingerprint"),
-            log_path=d.get("log", ""),
-        )
+    root_cause: CauseSummary | None = None
+    fingerprint: Fingerprint | None = None
+    log: str = ""
+    #: What vllmdiag could not read about the cell (a reader that broke on its log).
+    notes: tuple[str, ...] = ()

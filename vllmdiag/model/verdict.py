@@ -14,7 +14,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
 
 from vllmdiag.model.outcome import CellResult, Outcome
 
@@ -49,17 +48,27 @@ class MetricInfo:
     better: str = "higher"
 
 
-@dataclass(frozen=True)
-class Status:
-    """One (arm, workload) square of the table."""
+class SquareState(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    FLAKY = "flaky"
+    ERROR = "error"
+    SKIPPED = "skipped"
 
-    state: str  # pass | fail | flaky | error | skipped
-    label: str  # what the table shows: "rc=0", "rc=1", "timeout", "7,457", ...
+
+@dataclass(frozen=True)
+class Square:
+    """One (arm, workload) square of the table: its state, what the table shows
+    ("rc=0", "timeout", "7,457 ±0.4%", ...), and for metric matrices the median, the
+    spread over repeats and the ratio to the baseline."""
+
+    state: SquareState
+    label: str
     median: float | None = None
     spread: float | None = None
     ratio: float | None = None
     n: int = 0
-    detected: bool | None = None
+    difference_detected: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -69,51 +78,25 @@ class ArmVerdict:
     effect: Effect
     detail: str
     single_variable: bool
-    cells: dict[str, Status] = field(default_factory=dict)
+    workloads: dict[str, Square] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "effect": self.effect.value,
-            "detail": self.detail,
-            "single_variable": self.single_variable,
-            "workloads": {w: _status_json(s) for w, s in self.cells.items()},
-        }
+
+class VerdictMode(str, Enum):
+    PASS_FAIL = "pass-fail"
+    METRIC = "metric"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    mode: str  # "pass-fail" | "metric"
-    baseline: dict[str, Status]
+    """What the matrix showed: per arm its effect, with the table's squares."""
+
+    mode: VerdictMode
+    baseline: dict[str, Square]
     arms: tuple[ArmVerdict, ...]
-    failing: tuple[str, ...]
+    failing_workloads: tuple[str, ...]
     summary: str
     metric: str | None = None
     partial: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "metric": self.metric,
-            "partial": self.partial,
-            "failing_workloads": list(self.failing),
-            "baseline": {w: _status_json(s) for w, s in self.baseline.items()},
-            "arms": [a.to_json() for a in self.arms],
-            "summary": self.summary,
-        }
-
-
-def _status_json(s: Status) -> dict[str, Any]:
-    return {
-        "state": s.state,
-        "label": s.label,
-        "median": s.median,
-        "spread": s.spread,
-        "ratio": s.ratio,
-        "n": s.n,
-        "difference_detected": s.detected,
-    }
 
 
 def decide(
@@ -148,25 +131,25 @@ def decide(
     return replace(verdict, partial=True, summary=f"{head} {verdict.summary}")
 
 
-def not_run(states: Mapping[str, Status], workloads: Sequence[str]) -> bool:
+def not_run(states: Mapping[str, Square], workloads: Sequence[str]) -> bool:
     """True when every one of ``workloads`` is missing only because it was not run."""
     return bool(workloads) and all(states[w].state == "skipped" for w in workloads)
 
 
-def pass_fail_status(cells: Sequence[CellResult]) -> Status:
+def pass_fail_status(cells: Sequence[CellResult]) -> Square:
     results = [c for c in cells if c.outcome.is_result]
     if not results:
         if any(c.outcome is Outcome.ERROR for c in cells):
-            return Status("error", "error", n=0)
-        return Status("skipped", "—", n=0)
+            return Square(SquareState.ERROR, "error", n=0)
+        return Square(SquareState.SKIPPED, "—", n=0)
     passes = sum(c.outcome is Outcome.PASS for c in results)
     labels = sorted({_label(c) for c in results})
     label = " / ".join(labels)
     if passes == len(results):
-        return Status("pass", label, n=len(results))
+        return Square(SquareState.PASS, label, n=len(results))
     if passes == 0:
-        return Status("fail", label, n=len(results))
-    return Status("flaky", f"{passes}/{len(results)} pass", n=len(results))
+        return Square(SquareState.FAIL, label, n=len(results))
+    return Square(SquareState.FLAKY, f"{passes}/{len(results)} pass", n=len(results))
 
 
 def _label(c: CellResult) -> str:
@@ -187,14 +170,14 @@ def _decide_pass_fail(
         effect, detail = _pf_effect(arm, cells, failing, base, inert)
         verdicts.append(ArmVerdict(arm.name, arm.kind, effect, detail, arm.single_variable, cells))
     summary = _pf_summary(verdicts, failing, base)
-    return Verdict("pass-fail", base, tuple(verdicts), failing, summary)
+    return Verdict(VerdictMode.PASS_FAIL, base, tuple(verdicts), failing, summary)
 
 
 def _pf_effect(
     arm: ArmInfo,
-    cells: Mapping[str, Status],
+    cells: Mapping[str, Square],
     failing: Sequence[str],
-    base: Mapping[str, Status],
+    base: Mapping[str, Square],
     inert: Mapping[str, str],
 ) -> tuple[Effect, str]:
     if arm.control:
@@ -203,7 +186,7 @@ def _pf_effect(
             return Effect.CONTROL, "fails too: the failure is not specific to the baseline leg"
         if failing and not fails and all(cells[w].state == "pass" for w in failing):
             return Effect.CONTROL, "passes where the baseline fails: the failure is leg-specific"
-        return Effect.CONTROL, "mixed: " + ", ".join(f"{w} {cells[w].state}" for w in failing)
+        return Effect.CONTROL, "mixed: " + ", ".join(f"{w} {cells[w].state.value}" for w in failing)
     if arm.name in inert:
         return Effect.INERT, inert[arm.name]
     if not_run(cells, list(failing or cells)):
@@ -228,7 +211,7 @@ def _pf_effect(
 
 
 def _pf_summary(
-    verdicts: Sequence[ArmVerdict], failing: Sequence[str], base: Mapping[str, Status]
+    verdicts: Sequence[ArmVerdict], failing: Sequence[str], base: Mapping[str, Square]
 ) -> str:
     if not failing:
         errs = [w for w, s in base.items() if s.state in ("error", "skipped")]

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllmdiag.config import load_recipe
-from vllmdiag.engine import workloads
-from vllmdiag.engine.journal import RunDir
 from vllmdiag.envs import EnvCache
 from vllmdiag.errors import ConfigError
+from vllmdiag.journal import RunDir
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.plan import workloads
 from vllmdiag.profile.capture import OUT_DIR, PYTHON, Workload
 from vllmdiag.profile.run import Journal, LegTarget
 from vllmdiag.profile.sides import SidePlan, plan_sides

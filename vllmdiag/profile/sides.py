@@ -14,12 +14,12 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from vllmdiag.engine import plan as planmod
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm, Flag
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import BASELINE
+from vllmdiag.plan import cells as planmod
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The ``--recipe R --cell ID`` check of ``bisect``: each step runs that one cell of the
-recipe on its leg with ``PKG==V`` pinned (the matrix engine's ``run_single_cell``), in a
+recipe on its leg with ``PKG==V`` pinned (through the cell runner, ``run_cells``), in a
 run directory of its own beside the bisect journal.
 
 PASS is good; FAIL and TIMEOUT are bad; ERROR (the env or vllmdiag could not set the cell
@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vllmdiag.config import load_recipe
 from vllmdiag.config.recipe_load import resolve_recipe_path
-from vllmdiag.engine import plan as planmod
-from vllmdiag.engine.matrix import MatrixOptions
-from vllmdiag.engine.matrix_plan import find_cell
-from vllmdiag.engine.single_cell import run_single_cell
 from vllmdiag.envs.spec import default_python
 from vllmdiag.errors import EnvError, ProcessError
-from vllmdiag.model.outcome import Outcome
+from vllmdiag.measuring import measuring
+from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.plan import cells as planmod
+from vllmdiag.plan.cells import find_cell
+from vllmdiag.runner import RunOptions, run_cells
 from vllmdiag.window.bisect import Verdict
 
 _VERDICT = {
@@ -73,14 +73,27 @@ def check_cell(rc: RecipeCell, pin: str, out: Path, metric: str | None) -> CellC
     """Run the cell once on its leg with ``pin``; ``out`` is replaced if it exists."""
     if out.exists():
         shutil.rmtree(out)  # an interrupted earlier attempt at this very step
-    options = MatrixOptions(out=out, runs_root=out.parent)
     try:
-        result = run_single_cell(rc.recipe, rc.cell, options, pin=pin)
+        result = run_one_cell(rc.recipe, rc.cell, out, pin)
     except (EnvError, ProcessError) as exc:
         return CellCheck(Verdict.SKIP, None, None, "leg failed: " + exc.message[-1500:])
     verdict = _VERDICT[result.outcome]
     value = result.metrics.get(metric) if metric else None
-    cause = (result.root_cause or {}).get("signature")
+    cause = result.root_cause.signature if result.root_cause else None
     why = str(cause) if cause else result.reason
     said = f"{result.outcome.value}: {why}" if why else result.outcome.value
     return CellCheck(verdict, result.rc, value, said)
+
+
+def run_one_cell(recipe: Recipe, cell_id: str, out: Path, pin: str | None) -> CellResult:
+    """One cell of ``recipe`` (its leg with ``pin`` added) in its own run directory
+    ``out``, through the cell runner, under the node lock."""
+    cell = planmod.find_cell(planmod.expand(recipe), cell_id)
+    if pin is not None:
+        cell = replace(cell, leg=cell.leg.with_pin(pin))
+    job = {"single_cell": cell.id, "pin": pin or ""}
+    with measuring():
+        ran = run_cells(recipe, [cell], RunOptions(out=out, runs_root=out.parent, job=job))
+    if ran.interrupted:
+        raise KeyboardInterrupt
+    return ran.results[0]

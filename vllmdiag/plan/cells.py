@@ -1,17 +1,20 @@
-"""The plan of a matrix: which legs, which cells, in which order. Pure: no I/O.
+"""Recipe → cells and legs. Pure: no I/O.
 
 Cells = (baseline, each arm, each control) × workloads × repeats, with repetition as the
 outer loop so slow drift (thermal, a neighbour, a cache filling) cannot line up with an arm.
+Every job that runs cells (matrix, bisect, profile, study) plans them here.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from vllmdiag.envs.spec import LegSpec
-from vllmdiag.errors import ConfigError
+from vllmdiag.errors import ConfigError, VllmdiagError
 from vllmdiag.model.arms import Arm, Flag
 from vllmdiag.model.recipe import LegConfig, Recipe, cell_id_clash
 from vllmdiag.model.verdict import BASELINE, ArmInfo
@@ -113,7 +116,7 @@ def arm_infos(recipe: Recipe) -> list[ArmInfo]:
     return out
 
 
-def fingerprint(cell: CellPlan, lock_hash: str, argv: list[str], workload: str) -> str:
+def reuse_key(cell: CellPlan, lock_hash: str, argv: list[str], workload: str) -> str:
     """What makes a finished result reusable on resume: the env as installed, the exact
     command, its environment overlay, the workload, the arm and the repeat."""
     blob = json.dumps(
@@ -128,3 +131,50 @@ def fingerprint(cell: CellPlan, lock_hash: str, argv: list[str], workload: str) 
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def recipe_legs(recipe: Recipe, name: str | None = None) -> list[LegSpec]:
+    """All legs the matrix needs, or the one ``name`` picks: a leg name, or an arm name
+    (the leg that arm's cells run on, e.g. a pin arm's derived leg)."""
+    if name is None:
+        return legs_needed(expand(recipe))
+    if name in recipe.legs:
+        return [leg_spec(name, recipe.legs[name])]
+    arms = {a.name: a for a in recipe.all_arms()}
+    if name in arms:
+        return [arm_leg(recipe, arms[name])]
+    choices = [*recipe.legs, *arms]
+    close = difflib.get_close_matches(name, choices, n=1)
+    raise ConfigError(
+        f"{name!r} is neither a leg nor an arm of recipe {recipe.name!r}",
+        where=str(recipe.source) if recipe.source else None,
+        hint=f"did you mean {close[0]!r}?" if close else f"legs: {', '.join(recipe.legs)}",
+    )
+
+
+def find_cell(cells: Sequence[CellPlan], cell_id: str) -> CellPlan:
+    """A cell by full id (``r1.baseline.w``), ``arm.workload`` (repeat 1) or a workload
+    name (baseline, repeat 1). A short form that fits two cells is refused, not guessed."""
+    exact = [c for c in cells if c.id == cell_id]
+    if exact:
+        return exact[0]
+    short = [
+        c
+        for c in cells
+        if c.repeat == 1
+        and (cell_id == f"{c.arm}.{c.workload}" or (cell_id == c.workload and c.arm == "baseline"))
+    ]
+    if len(short) == 1:
+        return short[0]
+    if len(short) > 1:
+        raise VllmdiagError(
+            f"{cell_id!r} names more than one cell: " + ", ".join(c.id for c in short),
+            hint="give the full cell id (vllmdiag matrix RECIPE --dry-run lists them)",
+        )
+    close = difflib.get_close_matches(cell_id, [c.id for c in cells], n=1)
+    raise VllmdiagError(
+        f"no cell {cell_id!r} in this recipe",
+        hint=f"did you mean {close[0]!r}? (vllmdiag matrix RECIPE --dry-run lists them)"
+        if close
+        else "vllmdiag matrix RECIPE --dry-run lists the cells",
+    )

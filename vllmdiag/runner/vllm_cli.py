@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from vllmdiag import proc
-from vllmdiag.engine.workloads import CURRENT, PLAIN_LENGTHS, BenchDialect
+from vllmdiag.plan.workloads import CURRENT, PLAIN_LENGTHS, BenchDialect
 
 _FIND = (
     "import importlib.util as u; s = u.find_spec('vllm'); "

@@ -2,6 +2,12 @@
 written ``result.json`` per finished cell, so a run killed at any instant loses nothing
 that had finished and can be resumed.
 
+The journal is a subscriber: :class:`JournalSink` is an observer of a job's typed events
+and writes each one (but progress ticks) as a record named after its type
+(``CellFinished`` → ``cell_finished``), through :mod:`vllmdiag.codec`. The live view
+subscribes to the same events, so what a user watched and what the journal says cannot
+drift apart. Runs journaled by the previous schema (1) are still read and resumed.
+
 Everything written here goes through :mod:`vllmdiag.redact` (no secret lands in a run
 directory). A line or result file that cannot be read (torn by a crash, damaged by
 hand) is skipped with a warning, never fatal and never misread; a directory that cannot
@@ -16,20 +22,24 @@ import dataclasses
 import errno
 import json
 import os
+import re
 import shutil
 import socket
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vllmdiag import atomic, redact
+from vllmdiag import atomic, codec, redact
 from vllmdiag.errors import RunDirError, VllmdiagError
-from vllmdiag.model.outcome import CellResult
+from vllmdiag.model.fingerprint import Fingerprint
+from vllmdiag.model.outcome import CauseSummary, CellResult
 
-SCHEMA = 1
+SCHEMA = 2
+#: Journals this vllmdiag reads and resumes (1: results with hand-written keys).
+READABLE = (1, 2)
 EVENTS = "run.jsonl"
 #: Below this much free space a cell's log may have been cut short: its outcome is not
 #: recorded (a full disk is the tool's problem, never the cell's verdict).
@@ -95,9 +105,10 @@ class RunDir:
             )
         run = cls(path, warn)
         for i, ev in run._numbered_events():
-            if ev.get("schema") != SCHEMA:
+            if ev.get("schema") not in READABLE:
                 raise VllmdiagError(
-                    f"run.jsonl schema {ev.get('schema')!r}; this vllmdiag reads {SCHEMA}",
+                    f"run.jsonl schema {ev.get('schema')!r}; this vllmdiag reads "
+                    + ", ".join(map(str, READABLE)),
                     where=f"{events}:{i}",
                     hint="resume it with the vllmdiag version that started it",
                 )
@@ -132,10 +143,11 @@ class RunDir:
                     continue
                 yield i, ev
 
-    def event(self, kind: str, **fields: Any) -> None:
-        if kind == "run_started" and fields.get("source"):
+    def event(self, name: str, /, **fields: Any) -> None:
+        """Append one record (``fields`` may not use the record's own keys)."""
+        if name == "run_started" and fields.get("source"):
             self.source = str(fields["source"])
-        record = {"schema": SCHEMA, "event": kind, "ts": utc_now(), **redact.data(fields)}
+        record = {**redact.data(fields), "schema": SCHEMA, "event": name, "ts": utc_now()}
         file = self.path / EVENTS
         with self._writing(file, "append to the run journal"):
             atomic.append_jsonl(file, record)
@@ -169,10 +181,9 @@ class RunDir:
                 f"record cell {result.id} ({free // 1024} KiB free: its log may be cut "
                 "short, so its outcome is not trusted)",
             )
-        data = result.to_json()
-        data["log"] = _relative(data.get("log") or "", self.path)
+        data = codec.dump(dataclasses.replace(result, log=_relative(result.log, self.path)))
         with self._writing(file, f"record cell {result.id}"):
-            atomic.write_json(file, redact.data(data))
+            atomic.write_json(file, redact.data({"schema": SCHEMA, **data}))
 
     def finished(self) -> dict[str, CellResult]:
         out: dict[str, CellResult] = {}
@@ -186,15 +197,16 @@ class RunDir:
                 self.warn(f"{file}: a JSON {type(data).__name__}, not a result; runs again")
                 continue
             try:
-                res = CellResult.from_json(data)
+                res = load_result(data)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                self.warn(f"{file}: not a cell result ({exc!r}); the cell runs again")
+                first = str(exc).splitlines()[0]
+                self.warn(f"{file}: not a cell result ({first}); the cell runs again")
                 continue
             if res.id != file.parent.name:
                 self.warn(f"{file}: holds cell {res.id!r}, not {file.parent.name!r}; ignored")
                 continue
-            if res.log_path and not Path(res.log_path).is_absolute():
-                res = dataclasses.replace(res, log_path=str(self.path / res.log_path))
+            if res.log and not Path(res.log).is_absolute():
+                res = dataclasses.replace(res, log=str(self.path / res.log))
             out[res.id] = res
         return out
 
@@ -261,6 +273,52 @@ class RunDir:
             hint="choose a place you can write with --out or --runs-root"
             + (f", or fix it and resume: {resume}" if self.source else ""),
         )
+
+
+def load_result(data: Mapping[str, Any]) -> CellResult:
+    """A ``result.json`` back as a :class:`CellResult`, whichever schema wrote it."""
+    if data.get("schema", 1) == 1:
+        return _legacy_result(data)
+    return codec.load(CellResult, data)
+
+
+def _legacy_result(data: Mapping[str, Any]) -> CellResult:
+    """Schema 1 named the resume key ``fingerprint``, the run's fingerprint
+    ``run_fingerprint``, and kept the root cause as a free-form object."""
+    new = {k: v for k, v in data.items() if k not in ("fingerprint", "run_fingerprint")}
+    new["reuse_key"] = data.get("fingerprint", "")
+    facts = data.get("run_fingerprint")
+    fp = None
+    if isinstance(facts, Mapping) and "reader_error" not in facts:
+        derived = ("startup_dominant",)  # shaped differently then; derived, so dropped
+        kept = {k: v for k, v in facts.items() if k not in derived}
+        fp = codec.dump(codec.load(Fingerprint, kept))
+    new["fingerprint"] = fp
+    cause = data.get("root_cause")
+    new["root_cause"] = (
+        codec.dump(codec.load(CauseSummary, cause)) if isinstance(cause, Mapping) else None
+    )
+    return codec.load(CellResult, new)
+
+
+class JournalSink:
+    """An observer that journals a job's events: each event value becomes one record,
+    named after its type, its fields written through the codec. Event types that set
+    ``journaled = False`` (progress ticks) are left out."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+
+    def __call__(self, event: object) -> None:
+        if not dataclasses.is_dataclass(event) or not getattr(event, "journaled", True):
+            return
+        fields = codec.dump(event)
+        self.run.event(record_name(type(event)), **fields)
+
+
+def record_name(cls: type) -> str:
+    """``CellFinished`` → ``cell_finished``: the journal's name for an event type."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
 
 
 def _free_bytes(path: Path) -> int | None:

@@ -1,4 +1,4 @@
-"""How a cell's command is executed. The matrix runner talks only to :class:`Executor`,
+"""How a cell's command is executed. The cell runner talks only to :class:`Executor`,
 so a cluster executor (Ray) can slot in beside :class:`LocalExecutor` without touching
 the rest."""
 

@@ -1,12 +1,14 @@
-"""A run's fingerprint: what it actually did, read from its log."""
+"""A run's fingerprint: what it actually did, as its log says (pure values; the reader
+is :mod:`vllmdiag.fingerprint`)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
+from enum import Enum
 from typing import Any
 
-from vllmdiag.fingerprint.startup import StartupTimeline
 from vllmdiag.model.shape import WorkloadShape
+from vllmdiag.model.startup import Dominant, StartupTimeline
 
 
 @dataclass(frozen=True)
@@ -34,34 +36,34 @@ class Fingerprint:
     plugins: tuple[str, ...] = ()
     workload: WorkloadShape | None = None
     startup: StartupTimeline | None = None
+    #: The start-up phase that dominates, with the leg's hygiene finding explaining it
+    #: (set where the leg is known: a matrix cell, ``fingerprint --leg``).
+    startup_dominant: Dominant | None = None
     path: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["unknown_env_vars"] = list(self.unknown_env_vars)
-        data["plugins"] = list(self.plugins)
-        return data
 
     @staticmethod
     def field_names() -> list[str]:
         """The fields compared one by one (the start-up timeline is diffed by phase)."""
-        return [f.name for f in fields(Fingerprint) if f.name not in ("path", "startup")]
+        skip = ("path", "startup", "startup_dominant")
+        return [f.name for f in fields(Fingerprint) if f.name not in skip]
+
+
+class FieldStatus(str, Enum):
+    """``missing``: a log does not say, so nothing is ruled out by it."""
+
+    SAME = "same"
+    DIFFERENT = "different"
+    MISSING = "missing"
 
 
 @dataclass(frozen=True)
 class FieldDiff:
-    """One field of two fingerprints: ``same``, ``different`` or ``missing`` (a log does
-    not say, so nothing is ruled out by it)."""
+    """One field of two fingerprints."""
 
     field: str
     a: Any
     b: Any
-    status: str
-
-    def to_json(self) -> dict[str, Any]:
-        a = list(self.a) if isinstance(self.a, tuple) else self.a
-        b = list(self.b) if isinstance(self.b, tuple) else self.b
-        return {"field": self.field, "a": a, "b": b, "status": self.status}
+    status: FieldStatus
 
 
 def fingerprint_diff(a: Fingerprint, b: Fingerprint) -> list[FieldDiff]:
@@ -70,7 +72,9 @@ def fingerprint_diff(a: Fingerprint, b: Fingerprint) -> list[FieldDiff]:
     for name in Fingerprint.field_names():
         va, vb = getattr(a, name), getattr(b, name)
         if isinstance(va, WorkloadShape) and isinstance(vb, WorkloadShape):
-            status = "same" if va.comparable() == vb.comparable() else "different"
+            status = (
+                FieldStatus.SAME if va.comparable() == vb.comparable() else FieldStatus.DIFFERENT
+            )
             out.append(FieldDiff(name, va.describe(), vb.describe(), status))
             continue
         if isinstance(va, WorkloadShape):
@@ -80,10 +84,10 @@ def fingerprint_diff(a: Fingerprint, b: Fingerprint) -> list[FieldDiff]:
         empty_a = va is None or va == ()
         empty_b = vb is None or vb == ()
         if isinstance(va, tuple) and isinstance(vb, tuple):
-            status = "same" if va == vb else "different"
+            status = FieldStatus.SAME if va == vb else FieldStatus.DIFFERENT
         elif empty_a or empty_b:
-            status = "missing"
+            status = FieldStatus.MISSING
         else:
-            status = "same" if va == vb else "different"
+            status = FieldStatus.SAME if va == vb else FieldStatus.DIFFERENT
         out.append(FieldDiff(name, va, vb, status))
     return out

@@ -9,15 +9,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from vllmdiag import redact
-from vllmdiag.model.verdict import Status, Verdict
+from vllmdiag import codec, redact
+from vllmdiag.journal import RunDir
+from vllmdiag.model.outcome import Outcome
+from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.verdict import Square, Verdict
 
 if TYPE_CHECKING:
-    from vllmdiag.engine.journal import RunDir
-    from vllmdiag.engine.matrix import MatrixReport
+    from vllmdiag.matrix.job import MatrixReport
 
 
-def table_rows(verdict: Verdict, workloads: list[str]) -> list[list[str]]:
+def table_rows(verdict: Verdict, workloads: list[str] | tuple[str, ...]) -> list[list[str]]:
     """Header + rows: arm, one cell per workload, effect."""
     rows = [["arm", *workloads, "effect"]]
     rows.append(["baseline", *(_cell(verdict.baseline[w]) for w in workloads), ""])
@@ -25,11 +27,11 @@ def table_rows(verdict: Verdict, workloads: list[str]) -> list[list[str]]:
         effect = arm.effect.value.replace("_", " ")
         if not arm.single_variable:
             effect += " (compound)"
-        rows.append([arm.name, *(_cell(arm.cells.get(w)) for w in workloads), effect])
+        rows.append([arm.name, *(_cell(arm.workloads.get(w)) for w in workloads), effect])
     return rows
 
 
-def _cell(s: Status | None) -> str:
+def _cell(s: Square | None) -> str:
     if s is None:
         return "—"
     if s.ratio is not None:
@@ -37,11 +39,10 @@ def _cell(s: Status | None) -> str:
     return s.label
 
 
-def markdown(report: MatrixReport) -> str:
+def markdown(report: MatrixReport, recipe: Recipe) -> str:
     v = report.verdict
-    workloads = list(report.recipe.workloads)
-    rows = table_rows(v, workloads)
-    out = [f"# {report.recipe.name}", "", f"**Question.** {report.recipe.question}", ""]
+    rows = table_rows(v, report.workloads)
+    out = [f"# {report.recipe}", "", f"**Question.** {report.question}", ""]
     out.append("| " + " | ".join(_md_cell(c) for c in rows[0]) + " |")
     out.append("| " + " | ".join("---" for _ in rows[0]) + " |")
     for r in rows[1:]:
@@ -49,7 +50,7 @@ def markdown(report: MatrixReport) -> str:
         cells = [f"**{_md_cell(c)}**" if bold and c else _md_cell(c) for c in r]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", f"**Verdict.** {v.summary}", ""]
-    out += _details(report)
+    out += _details(report, recipe)
     return "\n".join(out) + "\n"
 
 
@@ -58,33 +59,27 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _details(report: MatrixReport) -> list[str]:
+def _details(report: MatrixReport, recipe: Recipe) -> list[str]:
     out = ["## Arms", ""]
-    arms = {a.name: a for a in report.recipe.all_arms()}
+    arms = {a.name: a for a in recipe.all_arms()}
     for a in report.verdict.arms:
         arm = arms.get(a.name)
         change = arm.describe() if arm else ""
         effect = a.effect.value.replace("_", " ")
         out.append(f"- `{a.name}` ({change}): **{effect}**: {a.detail}")
-    causes = Counter(
-        (r.root_cause or {}).get("signature") or (r.root_cause or {}).get("message") or ""
-        for r in report.results
-        if r.root_cause
-    )
+    failing = [r for r in report.cells if r.root_cause is not None]
+    causes = Counter(r.root_cause.key for r in failing if r.root_cause is not None)
     if causes:
         out += ["", "## Root causes of failing cells", ""]
         for sig, n in causes.most_common():
-            example = next(
-                r
-                for r in report.results
-                if r.root_cause
-                and (r.root_cause.get("signature") or r.root_cause.get("message") or "") == sig
-            )
-            rc = example.root_cause or {}
-            known = f" — known: {rc['known']}" if rc.get("known") else ""
-            step = f"; next: `{rc['next_step']}`" if rc.get("next_step") else ""
-            out.append(f"- {n} cell(s): `{sig}`{known}{step} (e.g. `{example.id}`)")
-    errors = [r for r in report.results if r.outcome.value == "error"]
+            example = next(r for r in failing if r.root_cause and r.root_cause.key == sig)
+            rc = example.root_cause
+            assert rc is not None
+            known = f" — known: {rc.known}" if rc.known else ""
+            step = f"; next: `{rc.next_step}`" if rc.next_step else ""
+            shown = sig or "(no root cause in the log)"
+            out.append(f"- {n} cell(s): `{shown}`{known}{step} (e.g. `{example.id}`)")
+    errors = [r for r in report.cells if r.outcome is Outcome.ERROR]
     if errors:
         out += ["", "## Errors (no result a verdict can use: see each reason)", ""]
         out += [f"- `{r.id}`: {r.reason.splitlines()[0] if r.reason else ''}" for r in errors]
@@ -96,28 +91,28 @@ def _details(report: MatrixReport) -> list[str]:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for env in report.envs.values():
-        st = env.get("stack", {})
-        torch = st.get("torch") or "—"
-        if st.get("torch_cuda"):
-            torch += f" (CUDA {st['torch_cuda']})"
+        st = env.stack
+        torch = st.torch or "—"
+        if st.torch_cuda:
+            torch += f" (CUDA {st.torch_cuda})"
         out.append(
-            f"| {_md_cell(env['leg'])} | `{env['path']}` | `{env['lock_hash']}` | "
-            f"{st.get('vllm') or '—'} | {torch} | {st.get('python')} | "
-            f"{', '.join(env.get('pins', [])) or '—'} |"
+            f"| {_md_cell(env.leg)} | `{env.path}` | `{env.lock_hash}` | "
+            f"{st.vllm or '—'} | {torch} | {st.python} | "
+            f"{', '.join(env.pins) or '—'} |"
         )
     if report.interrupted:
         out += [
             "",
             "**Interrupted.** Resume with "
-            f"`vllmdiag matrix {report.recipe.source} --resume {report.run_dir}`.",
+            f"`vllmdiag matrix {report.source} --resume {report.run_dir}`.",
         ]
     return out
 
 
 def text(report: MatrixReport) -> str:
-    rows = table_rows(report.verdict, list(report.recipe.workloads))
+    rows = table_rows(report.verdict, report.workloads)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"{report.recipe.name}: {report.recipe.question}", ""]
+    lines = [f"{report.recipe}: {report.question}", ""]
     for n, r in enumerate(rows):
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
         if n == 0:
@@ -126,8 +121,8 @@ def text(report: MatrixReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summaries(run: RunDir, report: MatrixReport) -> None:
+def write_summaries(run: RunDir, report: MatrixReport, recipe: Recipe) -> None:
     """Shareable files: no secret, no home path (``~``), no host or user name."""
-    run.write_text("summary.md", redact.shareable(markdown(report)))
+    run.write_text("summary.md", redact.shareable(markdown(report, recipe)))
     run.write_text("summary.txt", redact.shareable(text(report)))
-    run.write_json("verdict.json", redact.shareable_data(report.verdict.to_json()))
+    run.write_json("verdict.json", redact.shareable_data(codec.dump(report.verdict)))

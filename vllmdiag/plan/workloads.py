@@ -190,12 +190,23 @@ def specs_for(wl: WorkloadConfig, recipe_metrics: Sequence[MetricSpec]) -> tuple
     return (*own, *(m for m in builtin if m.name not in names))
 
 
+@dataclass(frozen=True)
+class MissingMetric:
+    """A metric the workload did not yield, and why (never a silent zero)."""
+
+    name: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.why}"
+
+
 def extract(
     specs: Sequence[MetricSpec], out_dir: Path, log: Path
-) -> tuple[dict[str, float], list[str]]:
-    """Values of ``specs`` and, for those not found, why (never a silent zero)."""
+) -> tuple[dict[str, float], tuple[MissingMetric, ...]]:
+    """Values of ``specs`` and, for those not found, why."""
     found: dict[str, float] = {}
-    missing: list[str] = []
+    missing: list[MissingMetric] = []
     text: str | None = None
     for spec in specs:
         if spec.json_file is not None:
@@ -205,10 +216,10 @@ def extract(
                 text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
             value, why = _from_regex(text, spec.regex or "")
         if value is None:
-            missing.append(f"{spec.name}: {why}")
+            missing.append(MissingMetric(spec.name, why))
         else:
             found[spec.name] = value
-    return found, missing
+    return found, tuple(missing)
 
 
 def json_number(path: Path, key: str) -> tuple[float | None, str]:

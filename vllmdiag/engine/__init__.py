@@ -1,1 +1,0 @@
-"""The jobs vllmdiag runs. They emit events to an observer and never print."""

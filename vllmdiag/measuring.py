@@ -1,0 +1,55 @@
+"""``measuring()``: the one context every job that runs cells works in.
+
+It holds this machine's node lock, so no two vllmdiag jobs measure each other (a matrix,
+a bisect step, a profile capture, a study all take it), and it turns SIGTERM and SIGHUP
+into a stop exactly like Ctrl-C, so a batch scheduler or ``timeout`` ends the running
+cell's whole process tree and the run is journaled as interrupted. The cell runner
+refuses to run outside it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from vllmdiag import proc
+from vllmdiag.events import Note, Observer, ignore
+from vllmdiag.locks import file_lock
+from vllmdiag.paths import node_lock_path
+
+_held = threading.local()
+
+
+@contextmanager
+def measuring(*, wait: bool = False, observer: Observer[Note] = ignore) -> Iterator[proc.StopState]:
+    """Hold the node lock (``wait``: queue behind a holder instead of refusing) and stop
+    on SIGTERM/SIGHUP as on Ctrl-C; the yielded state says which signal stopped the job.
+    Nested use (a job inside a job) takes the lock once."""
+    if is_measuring():
+        yield proc.StopState()
+        return
+
+    def waiting(holder: str) -> None:
+        observer(Note("info", f"waiting for the node lock (held by pid {holder})"))
+
+    lock = file_lock(node_lock_path(), wait=wait, what="the node lock", on_wait=waiting)
+    with proc.stop_signals() as stop, lock:
+        _held.active = True
+        _held.stop = stop
+        try:
+            yield stop
+        finally:
+            _held.active = False
+            _held.stop = None
+
+
+def is_measuring() -> bool:
+    """True inside :func:`measuring` (on this thread)."""
+    return bool(getattr(_held, "active", False))
+
+
+def stopped_by() -> str | None:
+    """The signal that stopped the job being measured, once one has."""
+    stop = getattr(_held, "stop", None)
+    return stop.signame if isinstance(stop, proc.StopState) else None

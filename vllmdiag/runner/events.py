@@ -1,0 +1,144 @@
+"""What running cells emits: one union for every job that runs cells (matrix, bisect,
+profile, study). The journal records each (as ``run_started``, ``cell_finished``, ...),
+the live view shows them; progress ticks are shown, never journaled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from vllmdiag.envs.cache import EnvEvent
+from vllmdiag.events import Note
+from vllmdiag.hygiene.model import DoctorReport
+from vllmdiag.model.outcome import CellResult
+from vllmdiag.model.stack import EnvRecord
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    recipe: str
+    source: str
+    run_dir: Path
+    cells: int
+    resumed: bool
+    host: str
+    executor: str
+    run_id: str
+    #: What the job adds (a bisect step's pin, a profile's sides, ...).
+    job: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LeftoversEnded:
+    """Processes an earlier, killed run of this directory left running, now ended."""
+
+    pids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class EnvReady:
+    env: EnvRecord
+
+
+@dataclass(frozen=True)
+class EnvFailed:
+    leg: str
+    key: str
+    error: str
+
+
+@dataclass(frozen=True)
+class HygieneChecked:
+    legs: tuple[DoctorReport, ...]
+    contaminated: bool
+
+
+@dataclass(frozen=True)
+class RunRefused:
+    reason: str
+
+
+@dataclass(frozen=True)
+class CellStarted:
+    index: int
+    total: int
+    id: str
+    arm: str
+    workload: str
+    repeat: int
+    leg: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    reuse_key: str
+    lock_hash: str
+    log: Path
+
+
+@dataclass(frozen=True)
+class CellSpawned:
+    """The cell's process exists: its pid is also its process group and session id."""
+
+    id: str
+    pid: int
+    pgid: int
+    sid: int
+    start_ticks: int | None
+
+
+@dataclass(frozen=True)
+class CellTick:
+    journaled: ClassVar[bool] = False
+
+    id: str
+    elapsed_s: float
+    log: Path
+
+
+@dataclass(frozen=True)
+class CellReused:
+    """A finished result of an earlier run of this directory, reused on resume."""
+
+    index: int
+    total: int
+    id: str
+    result: CellResult
+
+
+@dataclass(frozen=True)
+class CellFinished:
+    index: int
+    total: int
+    id: str
+    result: CellResult
+
+
+@dataclass(frozen=True)
+class CellInterrupted:
+    id: str
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    status: str  # "complete" | "interrupted"
+    stopped_by: str | None = None
+
+
+CellsEvent = (
+    RunStarted
+    | LeftoversEnded
+    | EnvEvent
+    | EnvReady
+    | EnvFailed
+    | HygieneChecked
+    | RunRefused
+    | Note
+    | CellStarted
+    | CellSpawned
+    | CellTick
+    | CellReused
+    | CellFinished
+    | CellInterrupted
+    | RunFinished
+)
