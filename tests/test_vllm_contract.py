@@ -14,9 +14,7 @@ from packaging.version import Version
 from vllmdiag.config import load_arm_library
 from vllmdiag.engine.workloads import BUILTIN_METRICS, template
 from vllmdiag.model.recipe import Builtin, WorkloadConfig
-from vllmdiag.window.index import project
-from vllmdiag.window.remote_zip import members, read_member
-from vllmdiag.window.wheel_source import pick_wheel
+from vllmdiag.pkgindex import members, pick_wheel, project, read_member
 
 pytestmark = pytest.mark.network
 

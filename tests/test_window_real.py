@@ -14,11 +14,9 @@ from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import index
+from vllmdiag.pkgindex import check_python, metadata, project, requires_dist, wheel_metadata
 from vllmdiag.window.job import WindowRequest, run_window
 from vllmdiag.window.model import Status
-from vllmdiag.window.probe import check_python
-from vllmdiag.window.remote_zip import wheel_metadata
 
 pytestmark = pytest.mark.network
 
@@ -128,11 +126,11 @@ def test_cli_json_with_a_consumer_is_one_object() -> None:
 
 
 def test_metadata_by_range_request_matches_the_metadata_file() -> None:
-    proj = index.project("packaging")
+    proj = project("packaging")
     whl = next(f for f in proj.files if f.filename == "packaging-22.0-py3-none-any.whl")
     via_zip = wheel_metadata(whl.url)
     assert "Name: packaging" in via_zip and "Version: 22.0" in via_zip
-    assert index.requires_dist(via_zip) == index.requires_dist(index.metadata(whl))
+    assert requires_dist(via_zip) == requires_dist(metadata(whl))
 
 
 def test_unknown_index_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from vllmdiag.pkgindex import IndexFile, candidates
+from vllmdiag.pkgindex.versions import parse_date
 from vllmdiag.window.consumers import declared_specifier, parse_compile, requirements_on
-from vllmdiag.window.index import IndexFile
 from vllmdiag.window.model import Status
+from vllmdiag.window.search import window_specifier
 from vllmdiag.window.verdict import assess, conflicting
-from vllmdiag.window.versions import candidates, parse_date, window_specifier
 
 P, A, X = Status.PRESENT, Status.ABSENT, Status.INSTALL_FAILED
 

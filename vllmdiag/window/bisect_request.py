@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vllmdiag import redact
 from vllmdiag.envs.spec import default_python
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import args, index
+from vllmdiag.pkgindex import arguments as args
+from vllmdiag.pkgindex import config, simple_api
+from vllmdiag.pkgindex.target_python import check_python
+from vllmdiag.pkgindex.versions import candidates, nearby, parse_date
 from vllmdiag.window.bisect_journal import SCHEMA
-from vllmdiag.window.consumers import nearby
-from vllmdiag.window.credentials import redact_url
-from vllmdiag.window.probe import check_python
-from vllmdiag.window.versions import candidates, parse_date
 
 if TYPE_CHECKING:
     from vllmdiag.window.bisect_recipe import RecipeCell
@@ -55,7 +55,7 @@ class BisectRequest:
             "metric": self.metric,
             "threshold": self.threshold,
             "pre": self.pre,
-            "index": redact_url(index.configured_index()),
+            "index": redact.url(config.configured_index()),
         }
 
 
@@ -133,7 +133,7 @@ def bisect_versions(req: BisectRequest) -> list[str]:
     good, bad = args.version(req.good, "--good"), args.version(req.bad, "--bad")
     lo, hi = min(good, bad), max(good, bad)
     when = parse_date(req.exclude_newer) if req.exclude_newer else None
-    proj = index.project(pkg.name, where="PKG")
+    proj = simple_api.project(pkg.name, where="PKG")
     found = [
         c.version
         for c in candidates(

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vllmdiag import atomic, proc
+from vllmdiag import atomic, proc, redact
 from vllmdiag.envs.cache import EnvCache
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.paths import cache_root
-from vllmdiag.window import args, index
+from vllmdiag.pkgindex import arguments as args
+from vllmdiag.pkgindex import config
 from vllmdiag.window.bisect import Verdict, bisect, majority, metric_verdict, verdict_for_rc
 from vllmdiag.window.bisect_journal import Journal, Step
 from vllmdiag.window.bisect_request import BisectRequest, bisect_versions, journal_key, validate
-from vllmdiag.window.credentials import redact_text, redact_url
 
 if TYPE_CHECKING:
     from vllmdiag.window.bisect_recipe import RecipeCell
@@ -177,13 +177,13 @@ Run = tuple[int | None, Verdict, float | None, str]  # rc, verdict, metric value
 def _command_runs(
     req: BisectRequest, requirement: str, version: str, logs: Path
 ) -> list[Run] | Step:
-    configured = index.configured_index()
+    configured = config.configured_index()
     leg = LegSpec(
         name=f"bisect {requirement}=={version}",
         requirements=(f"{requirement}=={version}", *req.with_requirements),
         python=req.python,
         exclude_newer=req.exclude_newer,
-        index_url=None if configured == index.DEFAULT_INDEX else configured,
+        index_url=None if configured == config.DEFAULT_INDEX else configured,
     )
     install_log = logs / f"{version}.install.log"
     try:
@@ -191,12 +191,12 @@ def _command_runs(
         # all. What the step installed is written here instead.
         env = EnvCache().ensure(leg)
     except (EnvError, ProcessError) as exc:
-        said = redact_text(exc.message)
-        atomic.write_text(install_log, f"install failed ({redact_url(configured)}):\n{said}\n")
+        said = redact.text(exc.message)
+        atomic.write_text(install_log, f"install failed ({redact.url(configured)}):\n{said}\n")
         return Step(version, Verdict.SKIP, None, 0.0, detail="install failed: " + said[-1500:])
     atomic.write_text(
         install_log,
-        f"env {env.path} (index {redact_url(configured)})\n" + "\n".join(env.freeze) + "\n",
+        f"env {env.path} (index {redact.url(configured)})\n" + "\n".join(env.freeze) + "\n",
     )
     runs: list[Run] = []
     for i in range(max(1, req.repeat)):

@@ -19,19 +19,22 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from vllmdiag import redact
 from vllmdiag.envs.spec import default_python
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import args, index
+from vllmdiag.pkgindex import arguments as args
+from vllmdiag.pkgindex import config, simple_api
+from vllmdiag.pkgindex.target_python import check_python
+from vllmdiag.pkgindex.versions import candidates, parse_date, parse_specifier
+from vllmdiag.pkgindex.wheel_source import StaticAnswer
+from vllmdiag.window import arguments as window_args
 from vllmdiag.window import consumer_check as cc
-from vllmdiag.window.credentials import redact_url
 from vllmdiag.window.model import ProbeResult, Status
-from vllmdiag.window.probe import Prober, ProbeSpec, check_python
+from vllmdiag.window.probe import Prober, ProbeSpec
 from vllmdiag.window.report import VersionRow, WindowEvent, WindowReport
-from vllmdiag.window.search import Row, SearchResult, search
+from vllmdiag.window.search import Row, SearchResult, search, window_specifier
 from vllmdiag.window.static_answers import EarlyImports, probe_key, static_answers
 from vllmdiag.window.store import ProbeStore
-from vllmdiag.window.versions import candidates, parse_date, parse_specifier, window_specifier
-from vllmdiag.window.wheel_source import StaticAnswer
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class _Asked:
 def _check_arguments(req: WindowRequest) -> _Asked:
     """Every argument, without touching the network or an env."""
     pkg = args.package(req.package)
-    args.symbol(req.symbol)
+    window_args.symbol(req.symbol)
     if req.versions is not None and pkg.specifier:
         raise VllmdiagError(
             f"the range is given twice: in PKG ({pkg.specifier}) and --versions",
@@ -74,7 +77,7 @@ def _check_arguments(req: WindowRequest) -> _Asked:
         )
     spec = parse_specifier(req.versions if req.versions is not None else str(pkg.specifier))
     when = parse_date(req.exclude_newer) if req.exclude_newer else None
-    consumers = tuple(args.consumer(text) for text in req.consumers)
+    consumers = tuple(window_args.consumer(text) for text in req.consumers)
     python = args.python_request(req.python or default_python())
     args.at_least(req.jobs, 1, "--jobs")
     args.at_least(req.samples, 0, "samples")
@@ -88,9 +91,9 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
     asked = _check_arguments(req)
     pkg, spec, when = asked.package, asked.spec, asked.when
     # 2. The index and the interpreter: a missing package, release or Python fails here.
-    index_url = index.configured_index()
-    idx = None if index_url == index.DEFAULT_INDEX else index_url
-    proj = index.project(pkg.name, index_url, where="PKG")
+    index_url = config.configured_index()
+    idx = None if index_url == config.DEFAULT_INDEX else index_url
+    proj = simple_api.project(pkg.name, index_url, where="PKG")
     python, interpreter = check_python(asked.python)
     targets = [
         cc.prepare(text, creq, pkg.name, python, idx, req.exclude_newer)
@@ -175,7 +178,7 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
         pkg.name + extras,
         req.symbol,
         python,
-        redact_url(index_url),
+        redact.url(index_url),
         rows,
         wins,
         tuple(reports),

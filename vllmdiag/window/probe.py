@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -22,12 +21,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmdiag import probes, proc
-from vllmdiag.envs.spec import default_python
-from vllmdiag.envs.uvtool import uv, uv_bin, uv_environ
-from vllmdiag.errors import EnvError, ProcessError
+from vllmdiag import probes, proc, redact
+from vllmdiag.envs.uvtool import uv_bin
 from vllmdiag.paths import cache_root
-from vllmdiag.window.credentials import redact_text
+from vllmdiag.pkgindex.config import uv_env
 from vllmdiag.window.model import ProbeResult, Status
 
 IMPORT_TIMEOUT_S = 600.0
@@ -44,50 +41,6 @@ class ProbeSpec:
     exclude_newer: str | None = None
     index_url: str | None = None  # credentials included: never shown, never stored
     interpreter: str | None = None  # what uv gets, when not X.Y (a path)
-
-
-def uv_env(index_url: str | None) -> dict[str, str]:
-    """uv's environment with ``index_url`` as the default index (if given)."""
-    env = uv_environ()
-    if index_url:
-        env.pop("UV_INDEX_URL", None)
-        env["UV_DEFAULT_INDEX"] = index_url
-    return env
-
-
-def check_python(python: str) -> tuple[str, str]:
-    """``(X.Y, request)`` for ``--python``: an X.Y that uv finds here, or the path of an
-    interpreter (for one uv cannot discover, e.g. behind pyenv shims). A clear error if
-    there is none. The interpreter running vllmdiag needs no search: it is given by path."""
-    if python == default_python():
-        return python, sys.executable
-    if "/" in python:
-        try:
-            done = proc.run(
-                [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                capture=True,
-                timeout=60,
-            )
-        except ProcessError:
-            done = None
-        if done is None or not done.ok:
-            raise EnvError(
-                f"{python} does not run",
-                where="--python",
-                hint="give X.Y or the path of a working python",
-            )
-        return done.stdout.strip(), python
-    try:
-        uv("python", "find", python, what=f"uv python find {python}")
-    except ProcessError as exc:
-        raise EnvError(
-            f"no Python {python} that uv can find on this machine",
-            where="--python",
-            hint="install it (uv does not download Pythons here), put its bin directory on "
-            "PATH, or pass the interpreter's path (--python /path/to/bin/python3.X); "
-            "uv said: " + exc.message.strip().splitlines()[-1][:300],
-        ) from None
-    return python, python
 
 
 def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
@@ -118,7 +71,7 @@ def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
                 return ProbeResult(
                     version,
                     Status.INSTALL_FAILED,
-                    f"install failed: {_short(redact_text(why))}",
+                    f"install failed: {_short(redact.text(why))}",
                     time.monotonic() - start,
                 )
         done = proc.run(
@@ -141,7 +94,7 @@ def _parse(version: str, done: proc.Completed, elapsed: float) -> ProbeResult:
     if done.timed_out or not lines:
         why = "timed out" if done.timed_out else f"probe exited {done.rc}"
         tail = (done.stderr.strip() or done.stdout.strip())[-1500:]
-        text = redact_text(f"{why}: {tail}".strip())
+        text = redact.text(f"{why}: {tail}".strip())
         return ProbeResult(version, Status.IMPORT_ERROR, text, elapsed)
     data = json.loads(lines[-1])
     return ProbeResult(version, Status(data["status"]), str(data.get("detail", "")), elapsed)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vllmdiag import codec
+from vllmdiag.pkgindex.wheel_source import StaticAnswer
 from vllmdiag.window.consumers import Constraint
 from vllmdiag.window.model import ProbeResult, Status
 from vllmdiag.window.verdict import Assessment
-from vllmdiag.window.wheel_source import StaticAnswer
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class VersionRow:
             "detail": self.detail,
             "elapsed_s": round(self.elapsed_s, 3),
             "stored": self.stored,
-            "static": self.static.to_json() if self.static else None,
+            "static": codec.dump(self.static) if self.static else None,
         }
 
 

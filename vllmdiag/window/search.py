@@ -25,6 +25,8 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from packaging.version import Version
+
 from vllmdiag.window.model import Status
 
 Oracle = Callable[[Sequence[int]], Mapping[int, Status]]
@@ -236,3 +238,9 @@ def windows(rows: Sequence[Row]) -> tuple[Window, ...]:
         end = last + 1 if last + 1 < len(rows) else None
         out.append(Window(first, last, end))
     return tuple(out)
+
+
+def window_specifier(first: Version, end: Version | None) -> str:
+    """A window as a version specifier: from its first version up to (not including) the
+    first version after it."""
+    return f">={first},<{end}" if end is not None else f">={first}"

@@ -10,11 +10,11 @@ from collections.abc import Callable, Sequence
 
 from packaging.version import Version
 
-from vllmdiag.window.credentials import redact_url
-from vllmdiag.window.index import IndexFile
+from vllmdiag import redact
+from vllmdiag.pkgindex.simple_api import IndexFile
+from vllmdiag.pkgindex.wheel_source import StaticAnswer, read_versions
 from vllmdiag.window.probe import Prober, ProbeSpec
 from vllmdiag.window.store import ProbeKey, ProbeStore
-from vllmdiag.window.wheel_source import StaticAnswer, read_versions
 
 
 def probe_key(spec: ProbeSpec, version: str, method: str) -> ProbeKey:
@@ -24,7 +24,7 @@ def probe_key(spec: ProbeSpec, version: str, method: str) -> ProbeKey:
         python=spec.python,
         symbol=spec.symbol,
         exclude_newer=spec.exclude_newer if method == "import" else None,
-        index_url=redact_url(spec.index_url) if spec.index_url else None,
+        index_url=redact.url(spec.index_url) if spec.index_url else None,
         method=method,
     )
 

@@ -16,8 +16,8 @@ from packaging.utils import canonicalize_name
 
 from vllmdiag import atomic
 from vllmdiag.paths import cache_root
+from vllmdiag.pkgindex.wheel_source import Presence, StaticAnswer
 from vllmdiag.window.model import ProbeResult, Status
-from vllmdiag.window.wheel_source import StaticAnswer
 
 SCHEMA = 2
 
@@ -88,7 +88,10 @@ class ProbeStore:
         if not isinstance(raw, dict) or raw.get("has") not in (True, False, None):
             return None
         return StaticAnswer(
-            raw["has"], str(raw.get("detail", "")), stored=True, wheel=str(raw.get("wheel", ""))
+            Presence.of(raw["has"]),
+            str(raw.get("detail", "")),
+            stored=True,
+            wheel=str(raw.get("wheel") or "") or None,
         )
 
     def put_static(self, key: ProbeKey, answer: StaticAnswer) -> None:
