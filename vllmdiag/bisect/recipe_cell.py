@@ -1,6 +1,7 @@
 """The ``--recipe R --cell ID`` check of ``bisect``: each step runs that one cell of the
-recipe on its leg with ``PKG==V`` pinned (the matrix engine's ``run_single_cell``), in a
-run directory of its own beside the bisect journal.
+recipe on its leg with ``PKG==V`` pinned, in a run directory of its own beside the bisect
+journal. :func:`check_cell` is the one place that runs a cell (through the matrix
+engine's ``run_single_cell``).
 
 PASS is good; FAIL and TIMEOUT are bad; ERROR (the env or vllmdiag could not set the cell
 up) and SKIPPED are skips, never "bug reproduced".
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from vllmdiag.bisect.results import CheckRun
+from vllmdiag.bisect.search import StepVerdict
 from vllmdiag.config import load_recipe
 from vllmdiag.config.recipe_load import resolve_recipe_path
 from vllmdiag.engine import plan as planmod
@@ -23,14 +26,13 @@ from vllmdiag.envs.spec import default_python
 from vllmdiag.errors import EnvError, ProcessError
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Recipe
-from vllmdiag.window.bisect import Verdict
 
 _VERDICT = {
-    Outcome.PASS: Verdict.GOOD,
-    Outcome.FAIL: Verdict.BAD,
-    Outcome.TIMEOUT: Verdict.BAD,
-    Outcome.ERROR: Verdict.SKIP,
-    Outcome.SKIPPED: Verdict.SKIP,
+    Outcome.PASS: StepVerdict.GOOD,
+    Outcome.FAIL: StepVerdict.BAD,
+    Outcome.TIMEOUT: StepVerdict.BAD,
+    Outcome.ERROR: StepVerdict.SKIP,
+    Outcome.SKIPPED: StepVerdict.SKIP,
 }
 
 
@@ -61,15 +63,7 @@ class RecipeCell:
         )
 
 
-@dataclass(frozen=True)
-class CellCheck:
-    verdict: Verdict
-    rc: int | None
-    value: float | None
-    detail: str
-
-
-def check_cell(rc: RecipeCell, pin: str, out: Path, metric: str | None) -> CellCheck:
+def check_cell(rc: RecipeCell, pin: str, out: Path, metric: str | None) -> CheckRun:
     """Run the cell once on its leg with ``pin``; ``out`` is replaced if it exists."""
     if out.exists():
         shutil.rmtree(out)  # an interrupted earlier attempt at this very step
@@ -77,10 +71,24 @@ def check_cell(rc: RecipeCell, pin: str, out: Path, metric: str | None) -> CellC
     try:
         result = run_single_cell(rc.recipe, rc.cell, options, pin=pin)
     except (EnvError, ProcessError) as exc:
-        return CellCheck(Verdict.SKIP, None, None, "leg failed: " + exc.message[-1500:])
+        return CheckRun(None, StepVerdict.SKIP, None, "leg failed: " + exc.message[-1500:])
     verdict = _VERDICT[result.outcome]
     value = result.metrics.get(metric) if metric else None
     cause = (result.root_cause or {}).get("signature")
     why = str(cause) if cause else result.reason
     said = f"{result.outcome.value}: {why}" if why else result.outcome.value
-    return CellCheck(verdict, result.rc, value, said)
+    return CheckRun(result.rc, verdict, value, said)
+
+
+def cell_runs(
+    target: RecipeCell, pin: str, out: Path, *, repeat: int, metric: str | None
+) -> list[CheckRun]:
+    """The step's ``repeat`` runs of the cell, each in ``out/run<i>``; a metric value
+    counts only from a run that passed."""
+    runs: list[CheckRun] = []
+    for i in range(max(1, repeat)):
+        got = check_cell(target, pin, out / f"run{i}", metric)
+        if got.verdict is not StepVerdict.GOOD and metric is not None:
+            got = replace(got, value=None)
+        runs.append(got)
+    return runs
