@@ -164,18 +164,18 @@ def bisect(
                     Text(f"  {event.text}", "yellow" if event.level == "warning" else "dim")
                 )
 
-        report = bisect_releases(request, observe)
+        result = bisect_releases(request, observe)
     if as_json:
-        emit_json(codec.dump(report))
+        emit_json(codec.dump(result))
         return
-    render(console, report)
+    render(console, result)
 
 
-def render(console: Console, report: BisectResult) -> None:
-    table = Table(title=Text(f"bisect {report.package}"))
+def render(console: Console, result: BisectResult) -> None:
+    table = Table(title=Text(f"bisect {result.package}"))
     for col in ("version", "verdict", "rc", "time", "detail"):
         table.add_column(col)
-    for s in report.steps:
+    for s in result.steps:
         table.add_row(
             Text(s.version),
             Text(s.verdict.value, style=_STYLE[s.verdict]),
@@ -185,14 +185,14 @@ def render(console: Console, report: BisectResult) -> None:
         )
     console.print(table)
     console.print(
-        f"last good: [green]{escape(report.last_good)}[/]   "
-        f"first bad: [red]{escape(report.first_bad)}[/]"
+        f"last good: [green]{escape(result.last_good)}[/]   "
+        f"first bad: [red]{escape(result.first_bad)}[/]"
     )
-    if not report.exact:
-        between = escape(", ".join(report.skipped_between) or "versions")
+    if not result.exact:
+        between = escape(", ".join(result.skipped_between) or "versions")
         console.print(
             f"[yellow]not exact:[/] {between} between them could not be checked (skipped)"
         )
     console.print(
-        Text(f"{len(report.steps)} steps, {report.elapsed_s:.1f}s, journal {report.journal}", "dim")
+        Text(f"{len(result.steps)} steps, {result.elapsed_s:.1f}s, journal {result.journal}", "dim")
     )

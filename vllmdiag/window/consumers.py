@@ -22,21 +22,7 @@ from vllmdiag.pkgindex import simple_api
 from vllmdiag.pkgindex.config import uv_env
 from vllmdiag.pkgindex.simple_api import IndexFile
 from vllmdiag.pkgindex.versions import candidates, file_version, nearby, parse_date
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """``package==version`` in a resolve requires ``specifier`` of the package."""
-
-    package: str
-    version: str
-    specifier: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"package": self.package, "version": self.version, "requires": self.specifier}
-
-    def __str__(self) -> str:
-        return f"{self.package}=={self.version} requires {self.specifier or '(any)'}"
+from vllmdiag.window.results import Constraint
 
 
 @dataclass(frozen=True)

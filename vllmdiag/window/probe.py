@@ -16,16 +16,17 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from vllmdiag import probes, proc, redact
 from vllmdiag.envs.uvtool import uv_bin
+from vllmdiag.events import Observer, ignore
 from vllmdiag.paths import cache_root
 from vllmdiag.pkgindex.config import uv_env
-from vllmdiag.window.model import ProbeResult, Status
+from vllmdiag.window.events import ProbeEvent, ProbeFinished, ProbeStarted
+from vllmdiag.window.probe_result import ProbeResult, ProbeStatus
 
 IMPORT_TIMEOUT_S = 600.0
 INSTALL_TIMEOUT_S = 1800.0
@@ -70,9 +71,9 @@ def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
                 why = "timed out" if done.timed_out else text
                 return ProbeResult(
                     version,
-                    Status.INSTALL_FAILED,
+                    ProbeStatus.INSTALL_FAILED,
                     f"install failed: {_short(redact.text(why))}",
-                    time.monotonic() - start,
+                    _since(start),
                 )
         done = proc.run(
             # -B: the env is thrown away, writing its bytecode would only cost time.
@@ -82,7 +83,7 @@ def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
             capture=True,
             timeout=IMPORT_TIMEOUT_S,
         )
-        return _parse(version, done, time.monotonic() - start)
+        return _parse(version, done, _since(start))
     finally:
         shutil.rmtree(env_dir, ignore_errors=True)
 
@@ -95,28 +96,38 @@ def _parse(version: str, done: proc.Completed, elapsed: float) -> ProbeResult:
         why = "timed out" if done.timed_out else f"probe exited {done.rc}"
         tail = (done.stderr.strip() or done.stdout.strip())[-1500:]
         text = redact.text(f"{why}: {tail}".strip())
-        return ProbeResult(version, Status.IMPORT_ERROR, text, elapsed)
-    data = json.loads(lines[-1])
-    return ProbeResult(version, Status(data["status"]), str(data.get("detail", "")), elapsed)
+        return ProbeResult(version, ProbeStatus.IMPORT_ERROR, text, elapsed)
+    try:
+        data = json.loads(lines[-1])
+        status = ProbeStatus(data["status"])
+    except (ValueError, KeyError, TypeError):
+        said = redact.text(lines[-1][:300])
+        return ProbeResult(
+            version, ProbeStatus.IMPORT_ERROR, f"unreadable probe answer: {said}", elapsed
+        )
+    return ProbeResult(version, status, str(data.get("detail", "")), elapsed)
+
+
+def _since(start: float) -> float:
+    return round(time.monotonic() - start, 3)
 
 
 def _short(message: str) -> str:
     return message if len(message) <= 3000 else "…" + message[-3000:]
 
 
-Observer = Callable[[str, ProbeResult | None], None]
-
-
 class Prober:
     """Import probes run ``jobs`` at a time, each started once: :meth:`start` may be
     called early (while the static read still runs) and again later for free.
-    ``observer(version, None)`` when one starts, ``observer(version, result)`` when it
-    ends. Use as a context manager: leaving waits for probes in flight and removes the
-    scratch directory."""
+    ``observer`` gets a :class:`ProbeStarted` when one starts and a :class:`ProbeFinished`
+    when it ends (from a worker thread). Use as a context manager: leaving waits for
+    probes in flight and removes the scratch directory."""
 
-    def __init__(self, spec: ProbeSpec, *, jobs: int = 1, observer: Observer | None = None):
+    def __init__(
+        self, spec: ProbeSpec, *, jobs: int = 1, observer: Observer[ProbeEvent] = ignore
+    ) -> None:
         self.spec = spec
-        self._notify = observer or (lambda _v, _r: None)
+        self._notify = observer
         base = cache_root() / "scratch"
         base.mkdir(parents=True, exist_ok=True)
         self._scratch = Path(tempfile.mkdtemp(prefix="window-", dir=base))
@@ -147,7 +158,7 @@ class Prober:
         return {v: f.result() for v, f in futures.items()}
 
     def _one(self, version: str) -> ProbeResult:
-        self._notify(version, None)
+        self._notify(ProbeStarted(version))
         result = probe_one(self.spec, version, self._scratch)
-        self._notify(version, result)
+        self._notify(ProbeFinished(result))
         return result
