@@ -60,10 +60,10 @@ def test_skip_next_to_the_change_still_pins_it() -> None:
 def test_good_end_that_fails_is_an_error_not_a_result() -> None:
     with pytest.raises(EndpointError) as err:
         bisect_positions(4, Check([B, B, B, B]))
-    assert err.value.end == "good" and "checks bad" in err.value.message
+    assert err.value.end is G and "--good version checks bad" in err.value.message
     with pytest.raises(EndpointError) as err2:
         bisect_positions(4, Check([G, G, G, S]))
-    assert err2.value.end == "bad"
+    assert err2.value.end is B and "--bad version checks skip" in err2.value.message
 
 
 def test_two_versions_need_only_the_endpoints() -> None:

@@ -109,21 +109,22 @@ def bisect_positions(
         got = check(pos)
         verdicts[pos] = got
         if got is not want:
-            end = "good" if want is StepVerdict.GOOD else "bad"
-            raise EndpointError(pos, end, got)
+            raise EndpointError(pos, want, got)
     while (step := next_candidate(n, verdicts)) is not None:
         verdicts[step] = check(step)
     return bracket(n, verdicts), verdicts
 
 
 class EndpointError(VllmdiagError):
-    """An endpoint's check disagreed with what the user said it was."""
+    """An endpoint's check disagreed with what the user said it was: ``end`` is what it
+    should have checked (GOOD for ``--good``, BAD for ``--bad``), ``got`` what it did."""
 
-    def __init__(self, position: int, end: str, got: StepVerdict) -> None:
+    def __init__(self, position: int, end: StepVerdict, got: StepVerdict) -> None:
+        end_name = end.value
         super().__init__(
-            f"the --{end} version checks {got.value}, not {end}",
-            hint=f"check the --{end} version and the check command; a {end} end that "
-            f"does not check {end} leaves nothing to bisect",
+            f"the --{end_name} version checks {got.value}, not {end_name}",
+            hint=f"check the --{end_name} version and the check command; a {end_name} end "
+            f"that does not check {end_name} leaves nothing to bisect",
         )
         self.position = position
         self.end = end

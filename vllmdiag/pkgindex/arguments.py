@@ -74,6 +74,7 @@ def at_least(value: float, minimum: float, where: str) -> None:
 
 
 def requirement(text: str, where: str, example: str) -> Requirement:
+    """``text`` as pip reads a requirement, or an error naming ``where`` with ``example``."""
     try:
         return Requirement(text)
     except InvalidRequirement as exc:
