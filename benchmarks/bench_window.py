@@ -33,8 +33,7 @@ from typing import Any
 
 from vllmdiag import proc
 from vllmdiag.envs.uvtool import uv_bin, uv_environ
-from vllmdiag.window import index
-from vllmdiag.window.versions import candidates
+from vllmdiag.pkgindex import candidates, project
 
 CLI = [sys.executable, "-c", "from vllmdiag.cli.app import main; main()"]
 
@@ -97,7 +96,7 @@ def main() -> None:
         # Timed window runs interleaved with thirds of the naive loop, so that a change
         # in the machine's load falls on both sides alike.
         python = f"{sys.version_info[0]}.{sys.version_info[1]}"
-        files = index.project(args.package).files
+        files = project(args.package).files
         versions = [str(c.version) for c in candidates(files, python=python)]
         chunks = [versions[i :: max(1, args.repeats)] for i in range(max(1, args.repeats))]
         runs: list[float] = []

@@ -13,7 +13,7 @@ from test_window_cli import assert_user_error
 from typer.testing import CliRunner, Result
 
 from vllmdiag.cli.app import app
-from vllmdiag.window import index
+from vllmdiag.pkgindex import clear_caches
 
 ENDS = ["--good", "21.0", "--bad", "23.0"]
 CHECK = ["--", "python", "-c", "import packaging.version as v; v.LegacyVersion"]
@@ -72,7 +72,7 @@ def test_argument_errors_answer_at_once_without_the_index(
     args: list[str], where: str | None, fragment: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple")
-    index._project.cache_clear()
+    clear_caches()
     for extra in ([], ["--json"]):
         at = args.index("--") if "--" in args else len(args)
         result, took = run(*args[:at], *extra, *args[at:])

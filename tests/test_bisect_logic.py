@@ -9,26 +9,26 @@ from collections.abc import Callable
 
 import pytest
 
-from vllmdiag.window.bisect import (
+from vllmdiag.bisect import (
     EndpointError,
-    Verdict,
-    bisect,
+    StepVerdict,
+    bisect_positions,
     majority,
     metric_verdict,
-    next_candidate,
+    read_metric,
     verdict_for_rc,
 )
-from vllmdiag.window.bisect_run import read_metric
+from vllmdiag.bisect.search import next_candidate
 
-G, B, S = Verdict.GOOD, Verdict.BAD, Verdict.SKIP
+G, B, S = StepVerdict.GOOD, StepVerdict.BAD, StepVerdict.SKIP
 
 
 class Check:
-    def __init__(self, truth: list[Verdict]) -> None:
+    def __init__(self, truth: list[StepVerdict]) -> None:
         self.truth = truth
         self.calls: list[int] = []
 
-    def __call__(self, pos: int) -> Verdict:
+    def __call__(self, pos: int) -> StepVerdict:
         self.calls.append(pos)
         return self.truth[pos]
 
@@ -37,7 +37,7 @@ class Check:
 def test_one_boundary_found_at_every_position_in_log_steps(n: int) -> None:
     for first_bad in range(1, n):
         check = Check([G] * first_bad + [B] * (n - first_bad))
-        out, _ = bisect(n, check)
+        out, _ = bisect_positions(n, check)
         assert (out.last_good, out.first_bad, out.exact) == (first_bad - 1, first_bad, True)
         assert check.calls[:2] == [0, n - 1]  # endpoints first
         assert len(check.calls) == len(set(check.calls))  # nothing checked twice
@@ -46,29 +46,29 @@ def test_one_boundary_found_at_every_position_in_log_steps(n: int) -> None:
 
 def test_skips_are_stepped_around() -> None:
     truth = [G, G, G, S, S, B, B, B]
-    out, _ = bisect(len(truth), Check(truth))
+    out, _ = bisect_positions(len(truth), Check(truth))
     assert (out.last_good, out.first_bad) == (2, 5)
     assert out.skipped == (3, 4) and not out.exact
 
 
 def test_skip_next_to_the_change_still_pins_it() -> None:
     truth = [G, G, S, G, B, B, B, B, B]
-    out, _ = bisect(len(truth), Check(truth))
+    out, _ = bisect_positions(len(truth), Check(truth))
     assert (out.last_good, out.first_bad, out.exact) == (3, 4, True)
 
 
 def test_good_end_that_fails_is_an_error_not_a_result() -> None:
     with pytest.raises(EndpointError) as err:
-        bisect(4, Check([B, B, B, B]))
-    assert err.value.end == "good" and "checks bad" in err.value.message
+        bisect_positions(4, Check([B, B, B, B]))
+    assert err.value.end is G and "--good version checks bad" in err.value.message
     with pytest.raises(EndpointError) as err2:
-        bisect(4, Check([G, G, G, S]))
-    assert err2.value.end == "bad"
+        bisect_positions(4, Check([G, G, G, S]))
+    assert err2.value.end is B and "--bad version checks skip" in err2.value.message
 
 
 def test_two_versions_need_only_the_endpoints() -> None:
     check = Check([G, B])
-    out, _ = bisect(2, check)
+    out, _ = bisect_positions(2, check)
     assert check.calls == [0, 1] and (out.last_good, out.first_bad) == (0, 1)
 
 
@@ -76,8 +76,8 @@ def test_flaky_check_with_majority_of_repeats() -> None:
     rng = random.Random(7)
     n, first_bad = 30, 17
 
-    def flaky(repeats: int) -> Callable[[int], Verdict]:
-        def check(pos: int) -> Verdict:
+    def flaky(repeats: int) -> Callable[[int], StepVerdict]:
+        def check(pos: int) -> StepVerdict:
             truth = G if pos < first_bad else B
             wrong = B if truth is G else G
             # Each run lies one time in ten; the repeats are put to a majority vote.
@@ -90,7 +90,7 @@ def test_flaky_check_with_majority_of_repeats() -> None:
         for _ in range(100):
             # A lying endpoint raises: reported as an error, never as a result.
             with contextlib.suppress(EndpointError):
-                right += bisect(n, flaky(repeats))[0].first_bad == first_bad
+                right += bisect_positions(n, flaky(repeats))[0].first_bad == first_bad
         return right
 
     single, voted = hits(1), hits(5)

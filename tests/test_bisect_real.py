@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from vllmdiag.bisect import BisectRequest, EndpointError, StepVerdict, bisect_releases
 from vllmdiag.cli.app import app
-from vllmdiag.window.bisect import EndpointError, Verdict
-from vllmdiag.window.bisect_run import BisectRequest, run_bisect
 
 pytestmark = pytest.mark.network
 
@@ -45,23 +44,23 @@ def test_cli_bisect_finds_22_0_and_prints_one_json_object() -> None:
 
 def test_interrupted_bisect_resumes_from_its_journal() -> None:
     req = BisectRequest("packaging", "21.0", "23.0", CHECK, fresh=True)
-    first = run_bisect(req)
+    first = bisect_releases(req)
     lines = first.journal.read_text().splitlines()
     # As if killed while writing the fourth step: two whole steps and half a line.
     first.journal.write_text("\n".join([*lines[:3], lines[3][:10]]) + "\n")
-    resumed = run_bisect(BisectRequest("packaging", "21.0", "23.0", CHECK))
+    resumed = bisect_releases(BisectRequest("packaging", "21.0", "23.0", CHECK))
     assert (resumed.first_bad, resumed.last_good) == ("22.0", "21.3")
     by_version = {s.version: s for s in resumed.steps}
     kept = [json.loads(line)["version"] for line in lines[1:3]]
     assert all(by_version[v].resumed for v in kept)
     assert any(not s.resumed for s in resumed.steps)
-    third = run_bisect(BisectRequest("packaging", "21.0", "23.0", CHECK))
+    third = bisect_releases(BisectRequest("packaging", "21.0", "23.0", CHECK))
     assert all(s.resumed for s in third.steps) and third.elapsed_s < 5
 
 
 def test_good_end_that_fails_is_an_error() -> None:
     with pytest.raises(EndpointError, match="--good version checks bad"):
-        run_bisect(BisectRequest("packaging", "22.0", "23.0", CHECK, fresh=True))
+        bisect_releases(BisectRequest("packaging", "22.0", "23.0", CHECK, fresh=True))
     result = CliRunner().invoke(
         app, ["bisect", "packaging", "--good", "22.0", "--bad", "23.0", "--", *CHECK]
     )
@@ -76,11 +75,13 @@ def test_exit_125_skips_and_repeats_vote() -> None:
         "if packaging.__version__ == '21.3': sys.exit(125)\n"
         "v.LegacyVersion",
     )
-    report = run_bisect(BisectRequest("packaging", "21.2", "22.0", skip_213, repeat=3, fresh=True))
+    report = bisect_releases(
+        BisectRequest("packaging", "21.2", "22.0", skip_213, repeat=3, fresh=True)
+    )
     assert (report.last_good, report.first_bad) == ("21.2", "22.0")
-    assert report.skipped == ("21.3",) and not report.exact
+    assert report.skipped_between == ("21.3",) and not report.exact
     skipped = next(s for s in report.steps if s.version == "21.3")
-    assert skipped.verdict is Verdict.SKIP and skipped.rcs == (125, 125, 125)
+    assert skipped.verdict is StepVerdict.SKIP and skipped.rcs == (125, 125, 125)
 
 
 def test_metric_regression() -> None:
@@ -91,7 +92,7 @@ def test_metric_regression() -> None:
         "fast = int(packaging.__version__.split('.')[0]) < 22\n"
         "print('warming up'); print('score=' + ('100.0' if fast else '61.5'))",
     )
-    report = run_bisect(
+    report = bisect_releases(
         BisectRequest("packaging", "21.0", "23.0", score, metric="score", threshold=0.9, fresh=True)
     )
     assert (report.last_good, report.first_bad) == ("21.3", "22.0")
@@ -120,7 +121,7 @@ timeout: 120
 def test_recipe_cell_is_the_check(tmp_path: Path) -> None:
     recipe = tmp_path / "legacy.yaml"
     recipe.write_text(RECIPE)
-    report = run_bisect(
+    report = bisect_releases(
         BisectRequest("packaging", "21.0", "23.0", (), recipe=recipe, cell="legacy", fresh=True)
     )
     assert (report.last_good, report.first_bad) == ("21.3", "22.0")

@@ -307,7 +307,7 @@ def test_cpu_reproduction_names_the_pin_as_the_one_sufficient_arm(tmp_path: Path
 
 @pytest.mark.network
 def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
-    from vllmdiag.window.bisect_recipe import run_one_cell
+    from vllmdiag.bisect.recipe_cell import run_one_cell
 
     rec = load_recipe(REPO / "recipes/thrmma-cpu.yaml")
     good = run_one_cell(rec, "wrapper-import", tmp_path / "a", "nvidia-cutlass-dsl==4.5.3")

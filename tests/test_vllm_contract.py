@@ -13,10 +13,8 @@ from packaging.version import Version
 
 from vllmdiag.config import load_arm_library
 from vllmdiag.model.recipe import Builtin, WorkloadConfig
+from vllmdiag.pkgindex import members, pick_wheel, project, read_member
 from vllmdiag.plan.workloads import BUILTIN_METRICS, template
-from vllmdiag.window.index import project
-from vllmdiag.window.remote_zip import members, read_member
-from vllmdiag.window.wheel_source import pick_wheel
 
 pytestmark = pytest.mark.network
 

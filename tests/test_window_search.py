@@ -7,25 +7,25 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from vllmdiag.window.model import Status
+from vllmdiag.window import ProbeStatus
 from vllmdiag.window.search import sample_positions, search
 
 P, A, M, X, E = (
-    Status.PRESENT,
-    Status.ABSENT,
-    Status.MODULE_MISSING,
-    Status.INSTALL_FAILED,
-    Status.IMPORT_ERROR,
+    ProbeStatus.PRESENT,
+    ProbeStatus.ABSENT,
+    ProbeStatus.MODULE_MISSING,
+    ProbeStatus.INSTALL_FAILED,
+    ProbeStatus.IMPORT_ERROR,
 )
 
 
 class Oracle:
-    def __init__(self, truth: Sequence[Status]) -> None:
+    def __init__(self, truth: Sequence[ProbeStatus]) -> None:
         self.truth = list(truth)
         self.asked: list[int] = []
         self.batches: list[list[int]] = []
 
-    def __call__(self, positions: Sequence[int]) -> Mapping[int, Status]:
+    def __call__(self, positions: Sequence[int]) -> Mapping[int, ProbeStatus]:
         assert len(set(positions)) == len(positions), "a batch asks a position twice"
         assert not set(positions) & set(self.asked), "a position was probed twice"
         self.asked += positions
@@ -33,7 +33,7 @@ class Oracle:
         return {i: self.truth[i] for i in positions}
 
 
-def decided(status: Status) -> bool | None:
+def decided(status: ProbeStatus) -> bool | None:
     return status.has_symbol
 
 
@@ -230,7 +230,7 @@ def test_random_truths_with_partly_undecided_static_answers() -> None:
         } | ({n - 1} if len(set(truth)) == 1 else set())
 
 
-def _runs(truth: Sequence[Status]) -> list[tuple[int, int]]:
+def _runs(truth: Sequence[ProbeStatus]) -> list[tuple[int, int]]:
     out, start = [], 0
     for i in range(1, len(truth) + 1):
         if i == len(truth) or truth[i] != truth[start]:

@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from vllmdiag.window import index
-from vllmdiag.window.source_binding import module_binds, parent_touches
-from vllmdiag.window.versions import candidates
-from vllmdiag.window.wheel_source import pick_wheel, read_version, read_versions
+from vllmdiag.pkgindex import candidates, pick_wheel, project, read_version, read_versions
+from vllmdiag.pkgindex.source_binding import module_binds, parent_touches
 
 PRESENT = [
     "class ThrMma(_ThrMma):\n    pass\n",
@@ -124,7 +122,7 @@ def test_a_large_module_is_read_quickly() -> None:
 
 @pytest.mark.network
 def test_packaging_legacy_version_from_its_wheels() -> None:
-    proj = index.project("packaging")
+    proj = project("packaging")
     versions = [Version(v) for v in ("20.9", "21.3", "22.0", "23.0")]
     answers = read_versions(proj.files, versions, "packaging.version.LegacyVersion", "3.11")
     assert [a.has for a in answers] == [True, True, False, False]
@@ -142,7 +140,7 @@ def test_packaging_legacy_version_from_its_wheels() -> None:
 def test_cutlass_through_its_meta_package_and_pth_directories() -> None:
     """4.3.5 ships the module itself; 4.5.3 in its -libs-base pin; 4.6.0 two pins down
     (-libs-base, then -libs-core), under a directory the meta-package's .pth adds."""
-    proj = index.project("nvidia-cutlass-dsl")
+    proj = project("nvidia-cutlass-dsl")
     got = {
         v: read_version(proj.files, Version(v), "cutlass.cute.core", "ThrMma", "3.11")
         for v in ("4.3.5", "4.5.3", "4.6.0")
@@ -158,7 +156,7 @@ def test_cutlass_through_its_meta_package_and_pth_directories() -> None:
 
 @pytest.mark.network
 def test_pick_wheel_takes_what_installs_here() -> None:
-    proj = index.project("nvidia-cutlass-dsl")
+    proj = project("nvidia-cutlass-dsl")
     wheel = pick_wheel(proj.files, Version("4.3.5"), "3.11")
     assert wheel is not None and "cp311" in wheel.filename and "x86_64" in wheel.filename
     assert pick_wheel(proj.files, Version("4.3.5"), "3.2") is None  # nothing for Python 3.2

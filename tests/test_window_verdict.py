@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from vllmdiag.pkgindex import IndexFile, candidates
+from vllmdiag.pkgindex.versions import parse_date
+from vllmdiag.window import ProbeStatus
 from vllmdiag.window.consumers import declared_specifier, parse_compile, requirements_on
-from vllmdiag.window.index import IndexFile
-from vllmdiag.window.model import Status
-from vllmdiag.window.verdict import assess, conflicting
-from vllmdiag.window.versions import candidates, parse_date, window_specifier
+from vllmdiag.window.declared_range import assess, conflicting
+from vllmdiag.window.search import window_specifier
 
-P, A, X = Status.PRESENT, Status.ABSENT, Status.INSTALL_FAILED
+P, A, X = ProbeStatus.PRESENT, ProbeStatus.ABSENT, ProbeStatus.INSTALL_FAILED
 
 
 def wheel(
@@ -123,8 +124,8 @@ def test_assess_cutlass_shape() -> None:
         rows=ROWS,
         resolves_to="4.8.1",
     )
-    assert a.admitted_with == ("4.4.0", "4.5.3")
-    assert a.admitted_without == ("4.6.0", "4.7.1", "4.8.1")
+    assert a.admitted_with_symbol == ("4.4.0", "4.5.3")
+    assert a.admitted_without_symbol == ("4.6.0", "4.7.1", "4.8.1")
     assert a.suggested_bound == "<4.6.0"
     assert a.suggested_specifier == ">=4.4.0.dev1,<4.6.0"
     assert "picks 4.8.1, which lacks it" in a.verdict and "<4.6.0" in a.verdict
@@ -134,7 +135,7 @@ def test_assess_consumer_that_cannot_work() -> None:
     a = assess(
         consumer="x==1", package="p", symbol="m.T", declared=">=4.6", rows=ROWS, resolves_to="4.8.1"
     )
-    assert a.admitted_with == () and a.suggested_bound is None
+    assert a.admitted_with_symbol == () and a.suggested_bound is None
     assert "cannot work under its own constraints" in a.verdict
 
 
@@ -144,7 +145,7 @@ def test_assess_needs_a_lower_bound_when_old_versions_lack_it() -> None:
         consumer="c==1", package="p", symbol="m.T", declared=">=1", rows=rows, resolves_to=None
     )
     assert a.suggested_bound == ">=2,<4"
-    assert a.admitted_unknown == ("4",)
+    assert a.admitted_undecided == ("4",)
 
 
 def test_assess_fine_consumer() -> None:
@@ -156,7 +157,7 @@ def test_assess_fine_consumer() -> None:
         rows=ROWS,
         resolves_to="4.5.3",
     )
-    assert a.admitted_without == () and "Nothing to fix" in a.verdict
+    assert a.admitted_without_symbol == () and "Nothing to fix" in a.verdict
 
 
 def test_conflicting_constraints() -> None:

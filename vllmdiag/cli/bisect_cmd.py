@@ -11,14 +11,22 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from vllmdiag import codec
+from vllmdiag.bisect import (
+    BisectEvent,
+    BisectRequest,
+    BisectResult,
+    StepFinished,
+    StepStarted,
+    StepVerdict,
+    bisect_releases,
+)
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.cli.window_cmd import Command, Context, NoSuchOption, UsageError
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window.bisect import Verdict
-from vllmdiag.window.bisect_journal import Step
-from vllmdiag.window.bisect_run import BisectReport, BisectRequest, run_bisect
+from vllmdiag.events import Note
 
-_STYLE = {Verdict.GOOD: "green", Verdict.BAD: "red", Verdict.SKIP: "yellow"}
+_STYLE = {StepVerdict.GOOD: "green", StepVerdict.BAD: "red", StepVerdict.SKIP: "yellow"}
 _AFTER_DASHES = (
     "put the check after --, e.g. vllmdiag bisect PKG --good V --bad V -- "
     "python -c 'import pkg.mod as m; m.Name'"
@@ -140,29 +148,34 @@ def bisect(
             cell=cell,
         )
 
-        def observe(version: str, step: Step | None) -> None:
-            if step is None:
-                what = f"{escape(pkg)}=={escape(version)}"
+        def observe(event: BisectEvent) -> None:
+            if isinstance(event, StepStarted):
+                what = f"{escape(pkg)}=={escape(event.version)}"
                 console.print(f"  [dim]{what}: installing and checking[/]")
-            else:
+            elif isinstance(event, StepFinished):
+                step = event.step
                 how = "journal" if step.resumed else f"{step.elapsed_s:.1f}s"
                 console.print(
-                    f"  {escape(version)}: [{_STYLE[step.verdict]}]{step.verdict.value}[/] "
+                    f"  {escape(step.version)}: [{_STYLE[step.verdict]}]{step.verdict.value}[/] "
                     f"(rc {step.rc}, {how})"
                 )
+            elif isinstance(event, Note):
+                console.print(
+                    Text(f"  {event.text}", "yellow" if event.level == "warning" else "dim")
+                )
 
-        report = run_bisect(request, observe)
+        result = bisect_releases(request, observe)
     if as_json:
-        emit_json(report.to_json())
+        emit_json(codec.dump(result))
         return
-    render(console, report)
+    render(console, result)
 
 
-def render(console: Console, report: BisectReport) -> None:
-    table = Table(title=Text(f"bisect {report.package}"))
+def render(console: Console, result: BisectResult) -> None:
+    table = Table(title=Text(f"bisect {result.package}"))
     for col in ("version", "verdict", "rc", "time", "detail"):
         table.add_column(col)
-    for s in report.steps:
+    for s in result.steps:
         table.add_row(
             Text(s.version),
             Text(s.verdict.value, style=_STYLE[s.verdict]),
@@ -172,14 +185,14 @@ def render(console: Console, report: BisectReport) -> None:
         )
     console.print(table)
     console.print(
-        f"last good: [green]{escape(report.last_good)}[/]   "
-        f"first bad: [red]{escape(report.first_bad)}[/]"
+        f"last good: [green]{escape(result.last_good)}[/]   "
+        f"first bad: [red]{escape(result.first_bad)}[/]"
     )
-    if not report.exact:
-        between = escape(", ".join(report.skipped) or "versions")
+    if not result.exact:
+        between = escape(", ".join(result.skipped_between) or "versions")
         console.print(
             f"[yellow]not exact:[/] {between} between them could not be checked (skipped)"
         )
     console.print(
-        Text(f"{len(report.steps)} steps, {report.elapsed_s:.1f}s, journal {report.journal}", "dim")
+        Text(f"{len(result.steps)} steps, {result.elapsed_s:.1f}s, journal {result.journal}", "dim")
     )

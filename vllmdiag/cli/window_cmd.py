@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import typer
 from rich.console import Console
@@ -11,22 +11,34 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
+from vllmdiag import codec
 from vllmdiag.cli.clickcompat import Context, NoSuchOption, Parameter, UsageError
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window.job import WindowRequest, run_window
-from vllmdiag.window.model import Status
-from vllmdiag.window.report import WindowEvent, WindowReport
+from vllmdiag.events import Note
+from vllmdiag.window import (
+    ConsumerReport,
+    ProbeFinished,
+    ProbeStarted,
+    ProbeStatus,
+    ResolveStarted,
+    StaticReadStarted,
+    VersionsListed,
+    WindowEvent,
+    WindowRequest,
+    WindowResult,
+    find_window,
+)
 
 __all__ = ["Command", "Context", "NoSuchOption", "UsageError", "register", "render", "window"]
 
 _STYLE = {
-    Status.PRESENT: "green",
-    Status.ABSENT: "red",
-    Status.MODULE_MISSING: "red",
-    Status.IMPORT_ERROR: "yellow",
-    Status.INSTALL_FAILED: "yellow",
-    Status.NOT_PROBED: "dim",
+    ProbeStatus.PRESENT: "green",
+    ProbeStatus.ABSENT: "red",
+    ProbeStatus.MODULE_MISSING: "red",
+    ProbeStatus.IMPORT_ERROR: "yellow",
+    ProbeStatus.INSTALL_FAILED: "yellow",
+    ProbeStatus.NOT_PROBED: "dim",
 }
 
 
@@ -136,30 +148,36 @@ def window(
     with user_errors(), console.status("listing versions") as status:
 
         def observe(event: WindowEvent) -> None:
-            if event.kind == "probe-start":
+            if isinstance(event, VersionsListed):
+                status.update(f"{len(event.versions)} candidate versions")
+            elif isinstance(event, StaticReadStarted):
+                status.update(f"reading the sources of {event.wheels} wheels")
+            elif isinstance(event, ProbeStarted):
                 status.update(f"installing and importing {escape(pkg)}=={escape(event.version)}")
-            elif event.kind == "probe-done" and event.result and not event.result.stored:
+            elif isinstance(event, ProbeFinished) and not event.result.stored:
                 r = event.result
                 console.print(
-                    f"  [dim]{escape(event.version)}: {r.status.value} ({r.elapsed_s:.1f}s)[/]"
+                    f"  [dim]{escape(r.version)}: {r.status.value} ({r.elapsed_s:.1f}s)[/]"
                 )
-            elif event.kind in ("resolve", "static"):
-                status.update(escape(event.detail))
+            elif isinstance(event, ResolveStarted):
+                status.update(f"uv pip compile {escape(event.requirement)}")
+            elif isinstance(event, Note):
+                console.print(Text(event.text, "yellow" if event.level == "warning" else "dim"))
 
-        report = run_window(request, observe)
+        result = find_window(request, observe)
     if as_json:
-        emit_json(report.to_json())
+        emit_json(codec.dump(result))
         return
-    render(console, report)
+    render(console, result)
 
 
-def render(console: Console, report: WindowReport) -> None:
-    title = f"{report.package}: {report.symbol} (Python {report.python})"
+def render(console: Console, result: WindowResult) -> None:
+    title = f"{result.package}: {result.symbol} (Python {result.python})"
     table = Table(title=Text(title))
     for col in ("version", "status", "decided by", "time", "detail"):
         table.add_column(col, no_wrap=col != "detail")
-    for row in report.rows:
-        how = row.decided_by or "-"
+    for row in result.versions:
+        how = row.decided_by.value if row.decided_by else "-"
         if row.stored:
             how += " (stored)"
         table.add_row(
@@ -170,46 +188,42 @@ def render(console: Console, report: WindowReport) -> None:
             Text(_first_line(row.detail)),
         )
     console.print(table)
-    if report.window:
-        more = f" (all windows: {' | '.join(report.windows)})" if len(report.windows) > 1 else ""
-        console.print(f"window: [bold]{escape(report.window)}[/]{escape(more)}")
+    if result.window:
+        more = f" (all windows: {' | '.join(result.windows)})" if len(result.windows) > 1 else ""
+        console.print(f"window: [bold]{escape(result.window)}[/]{escape(more)}")
     else:
-        console.print(f"window: [bold red]none[/]: no version examined has {escape(report.symbol)}")
-    for note in report.notes:
+        console.print(f"window: [bold red]none[/]: no version examined has {escape(result.symbol)}")
+    for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
+    read = result.static_read
     static = (
-        f", {len(report.decided_by('static'))} by the wheels' source ({report.static_read_s:.1f}s)"
-        if report.static_read_s is not None
+        f", {len(result.decided_statically)} by the wheels' source ({read.elapsed_s:.1f}s)"
+        if read.used
         else ""
     )
     console.print(
-        f"[dim]{report.probes_run} imported now, {report.probes_stored} from stored results"
-        f"{static}, {report.elapsed_s:.1f}s[/]"
+        f"[dim]{result.probes_run} imported now, {result.probes_stored} from stored results"
+        f"{static}, {result.elapsed_s:.1f}s[/]"
     )
-    for c in report.consumers:
-        _consumer(console, report.package, c.to_json())
+    for c in result.consumers:
+        _consumer(console, result.package, c)
 
 
-def _consumer(console: Console, package: str, data: dict[str, Any]) -> None:
+def _consumer(console: Console, package: str, c: ConsumerReport) -> None:
     def line(label: str, value: object) -> None:
         console.print(Text.assemble(f"  {label}: ", str(value)))
 
     console.print()
-    head = Text.assemble((str(data["requirement"]), "bold"), f" (release {data['release']})")
-    console.print(head)
-    line("declares", f"{package}{data['declared'] or ' (nothing)'}")
-    line("admitted without the symbol", ", ".join(data["admitted_without_symbol"]) or "none")
-    as_of = data["resolves_to_as_of"]
-    line(
-        "a fresh resolve picks",
-        f"{data['resolves_to'] or '-'}" + (f" (as of --exclude-newer: {as_of})" if as_of else ""),
-    )
-    for k in data["constrained_by"]:
-        needs = k["requires"] or "(any)"
-        line("constrained by", f"{k['package']}=={k['version']} requires {needs}")
-    if data["resolve_error"]:
-        line("resolve failed", _first_line(str(data["resolve_error"])))
-    line("verdict", data["verdict"])
+    console.print(Text.assemble((c.requirement, "bold"), f" (release {c.release})"))
+    line("declares", f"{package}{c.declared or ' (nothing)'}")
+    line("admitted without the symbol", ", ".join(c.admitted_without_symbol) or "none")
+    as_of = f" (as of --exclude-newer: {c.resolves_to_as_of})" if c.resolves_to_as_of else ""
+    line("a fresh resolve picks", f"{c.resolves_to or '-'}{as_of}")
+    for k in c.constrained_by:
+        line("constrained by", str(k))
+    if c.resolve_error:
+        line("resolve failed", _first_line(c.resolve_error))
+    line("verdict", c.verdict)
 
 
 def _first_line(text: str) -> str:

@@ -1,1 +1,47 @@
-"""Dependency windows (which versions of a package carry a symbol) and release bisection."""
+"""Dependency windows: which published versions of a package carry ``MODULE.ATTR`` (read
+from the wheels' sources, every change confirmed by a real install and import), and what
+that means for the declared range of each package that consumes it.
+
+    result = find_window(WindowRequest("packaging", "packaging.version.LegacyVersion"))
+"""
+
+from vllmdiag.window.events import (
+    ProbeFinished,
+    ProbeStarted,
+    ResolveStarted,
+    StaticReadStarted,
+    VersionsListed,
+    WindowEvent,
+)
+from vllmdiag.window.job import find_window
+from vllmdiag.window.probe_result import DecidedBy, ProbeResult, ProbeStatus
+from vllmdiag.window.request import WindowRequest
+from vllmdiag.window.results import (
+    Constraint,
+    ConsumerReport,
+    StaticRead,
+    VersionRow,
+    WindowResult,
+)
+from vllmdiag.window.store import ProbeStore, StoredProbe
+
+__all__ = [
+    "Constraint",
+    "ConsumerReport",
+    "DecidedBy",
+    "ProbeFinished",
+    "ProbeResult",
+    "ProbeStarted",
+    "ProbeStatus",
+    "ProbeStore",
+    "ResolveStarted",
+    "StaticRead",
+    "StaticReadStarted",
+    "StoredProbe",
+    "VersionRow",
+    "VersionsListed",
+    "WindowEvent",
+    "WindowRequest",
+    "WindowResult",
+    "find_window",
+]

@@ -12,9 +12,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from vllmdiag.window import consumers as cons
-from vllmdiag.window.model import Status
-from vllmdiag.window.report import ConsumerReport
-from vllmdiag.window.verdict import assess, conflicting
+from vllmdiag.window.declared_range import assess, conflicting
+from vllmdiag.window.probe_result import ProbeStatus
+from vllmdiag.window.results import ConsumerReport
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def report(
     python: str,
     index_url: str | None,
     exclude_newer: str | None,
-    table: Sequence[tuple[Version, Status]],
+    table: Sequence[tuple[Version, ProbeStatus]],
 ) -> ConsumerReport:
     """Today's resolve of the consumer (and as of ``exclude_newer``), and the verdict."""
     today = cons.fresh_resolve(target.text, python, exclude_newer=None, index_url=index_url)
@@ -70,15 +70,15 @@ def report(
         resolves_to=picked,
         as_of=(exclude_newer, picked_as_of) if exclude_newer and picked_as_of else None,
     )
-    clash = conflicting([(f"{k.package}=={k.version}", k.specifier) for k in constrained], table)
+    clash = conflicting([(f"{k.package}=={k.version}", k.requires) for k in constrained], table)
     if clash:
         more = "; ".join(clash)
         assessment = replace(assessment, verdict=f"{assessment.verdict} In today's resolve {more}.")
-    return ConsumerReport(
-        requirement=target.text,
-        release=target.release,
-        declared=target.declared,
-        assessment=assessment,
+    return ConsumerReport.of(
+        target.text,
+        target.release,
+        target.declared,
+        assessment,
         resolves_to=picked,
         resolves_to_as_of=picked_as_of,
         constrained_by=constrained,

@@ -4,7 +4,6 @@ who else in that resolve constrains the package: read from wheel metadata files 
 
 from __future__ import annotations
 
-import bisect
 import re
 import tempfile
 from collections.abc import Sequence
@@ -16,29 +15,14 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from vllmdiag import proc
+from vllmdiag import proc, redact
 from vllmdiag.envs.uvtool import uv_bin
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import index
-from vllmdiag.window.credentials import redact_text
-from vllmdiag.window.index import IndexFile
-from vllmdiag.window.probe import uv_env
-from vllmdiag.window.versions import candidates, file_version, parse_date
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """``package==version`` in a resolve requires ``specifier`` of the package."""
-
-    package: str
-    version: str
-    specifier: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"package": self.package, "version": self.version, "requires": self.specifier}
-
-    def __str__(self) -> str:
-        return f"{self.package}=={self.version} requires {self.specifier or '(any)'}"
+from vllmdiag.pkgindex import simple_api
+from vllmdiag.pkgindex.config import uv_env
+from vllmdiag.pkgindex.simple_api import IndexFile
+from vllmdiag.pkgindex.versions import candidates, file_version, nearby, parse_date
+from vllmdiag.window.results import Constraint
 
 
 @dataclass(frozen=True)
@@ -57,7 +41,7 @@ def requirements_on(metadata_text: str, package: str, python: str) -> list[Requi
     env = {k: str(v) for k, v in default_environment().items()}
     env.update(python_version=python, python_full_version=f"{python}.0", extra="")
     out = []
-    for line in index.requires_dist(metadata_text):
+    for line in simple_api.requires_dist(metadata_text):
         try:
             req = Requirement(line)
         except InvalidRequirement:
@@ -86,7 +70,7 @@ def release_metadata(
     name: str, version: str, python: str, index_url: str | None, *, where: str | None = None
 ) -> str:
     """The core metadata of ``name==version``, from one of its wheels."""
-    proj = index.project(name, index_url, where=where)
+    proj = simple_api.project(name, index_url, where=where)
     wanted = Version(version)
     usable = [f for f in proj.files if not f.yanked and file_version(f) == wanted]
     files = [f for f in usable if f.is_wheel]
@@ -103,17 +87,7 @@ def release_metadata(
             hint="the consumer check reads Requires-Dist from a wheel's .metadata file",
         )
     files.sort(key=lambda f: (not f.has_metadata, "x86_64" not in f.filename))
-    return index.metadata(files[0])
-
-
-def nearby(files: Sequence[IndexFile], wanted: Version, count: int = 3) -> str:
-    """The releases closest to ``wanted`` (for a hint), oldest first."""
-    found = sorted({v for f in files if not f.yanked and (v := file_version(f)) is not None})
-    if not found:
-        return "none"
-    pos = bisect.bisect_left(found, wanted)
-    pick = found[max(0, pos - count) : pos + count]
-    return ", ".join(str(v) for v in pick)
+    return simple_api.metadata(files[0])
 
 
 def consumer_version(
@@ -123,7 +97,7 @@ def consumer_version(
     pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
     if pinned and "*" not in pinned[0]:
         return pinned[0]
-    proj = index.project(req.name, index_url, where="--consumer")
+    proj = simple_api.project(req.name, index_url, where="--consumer")
     when = parse_date(exclude_newer) if exclude_newer else None
     found = candidates(proj.files, python=python, spec=req.specifier, exclude_newer=when)
     if not found:
@@ -165,7 +139,7 @@ def fresh_resolve(
     if done.interrupted:
         raise KeyboardInterrupt
     if not done.ok:
-        text = redact_text((done.stderr.strip() or done.stdout.strip())[-2000:])
+        text = redact.text((done.stderr.strip() or done.stdout.strip())[-2000:])
         return Resolve({}, {}, text or f"uv pip compile exited {done.rc}")
     return parse_compile(done.stdout)
 

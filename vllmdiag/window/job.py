@@ -1,5 +1,6 @@
 """``window``: which versions of a package carry ``MODULE.ATTR``, and what that means for
-the packages that consume it. Emits events; returns a frozen report; never prints.
+the packages that consume it. Emits :data:`~vllmdiag.window.events.WindowEvent`; returns
+a frozen :class:`~vllmdiag.window.results.WindowResult`; never prints.
 
 Order of work: every argument is checked first (no network), then the index is asked
 for the package and each consumer (a name or release that does not exist fails here, in
@@ -12,85 +13,42 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
-from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from vllmdiag.envs.spec import default_python
+from vllmdiag import redact
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import args, index
+from vllmdiag.events import Observer, ignore
+from vllmdiag.pkgindex import config, simple_api
+from vllmdiag.pkgindex.target_python import check_python
+from vllmdiag.pkgindex.versions import candidates
+from vllmdiag.pkgindex.wheel_source import StaticAnswer
 from vllmdiag.window import consumer_check as cc
-from vllmdiag.window.credentials import redact_url
-from vllmdiag.window.model import ProbeResult, Status
-from vllmdiag.window.probe import Prober, ProbeSpec, check_python
-from vllmdiag.window.report import VersionRow, WindowEvent, WindowReport
-from vllmdiag.window.search import Row, SearchResult, search
-from vllmdiag.window.static_answers import EarlyImports, probe_key, static_answers
-from vllmdiag.window.store import ProbeStore
-from vllmdiag.window.versions import candidates, parse_date, parse_specifier, window_specifier
-from vllmdiag.window.wheel_source import StaticAnswer
+from vllmdiag.window.events import (
+    ProbeFinished,
+    ResolveStarted,
+    StaticReadStarted,
+    VersionsListed,
+    WindowEvent,
+)
+from vllmdiag.window.probe import Prober, ProbeSpec
+from vllmdiag.window.probe_result import DecidedBy, ProbeResult, ProbeStatus
+from vllmdiag.window.request import WindowRequest, check_arguments
+from vllmdiag.window.results import StaticRead, VersionRow, WindowResult
+from vllmdiag.window.search import Row, SearchResult, search, window_specifier
+from vllmdiag.window.static_answers import EarlyImports, static_answers
+from vllmdiag.window.store import ProbeStore, probe_key
 
 
-@dataclass(frozen=True)
-class WindowRequest:
-    package: str  # PKG or PKG[extra]
-    symbol: str  # MODULE.ATTR
-    versions: str | None = None
-    pre: bool = False
-    python: str | None = None
-    exclude_newer: str | None = None
-    consumers: tuple[str, ...] = ()
-    scan: bool = False
-    jobs: int = 4
-    no_cache: bool = False
-    samples: int = 3
-    static: bool = True  # read the wheels' sources first; imports confirm every change
-
-
-Observer = Callable[[WindowEvent], None]
-
-
-@dataclass(frozen=True)
-class _Asked:
-    package: Requirement
-    spec: SpecifierSet
-    when: datetime | None
-    consumers: tuple[Requirement, ...]
-    python: str
-
-
-def _check_arguments(req: WindowRequest) -> _Asked:
-    """Every argument, without touching the network or an env."""
-    pkg = args.package(req.package)
-    args.symbol(req.symbol)
-    if req.versions is not None and pkg.specifier:
-        raise VllmdiagError(
-            f"the range is given twice: in PKG ({pkg.specifier}) and --versions",
-            where="--versions",
-            hint="give it once",
-        )
-    spec = parse_specifier(req.versions if req.versions is not None else str(pkg.specifier))
-    when = parse_date(req.exclude_newer) if req.exclude_newer else None
-    consumers = tuple(args.consumer(text) for text in req.consumers)
-    python = args.python_request(req.python or default_python())
-    args.at_least(req.jobs, 1, "--jobs")
-    args.at_least(req.samples, 0, "samples")
-    return _Asked(pkg, spec, when, consumers, python)
-
-
-def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowReport:
+def find_window(req: WindowRequest, observer: Observer[WindowEvent] = ignore) -> WindowResult:
     start = time.monotonic()
-    notify = observer or (lambda _e: None)
     # 1. What the user typed: no network, no env.
-    asked = _check_arguments(req)
+    asked = check_arguments(req)
     pkg, spec, when = asked.package, asked.spec, asked.when
     # 2. The index and the interpreter: a missing package, release or Python fails here.
-    index_url = index.configured_index()
-    idx = None if index_url == index.DEFAULT_INDEX else index_url
-    proj = index.project(pkg.name, index_url, where="PKG")
+    index_url = config.configured_index()
+    idx = config.custom_index()
+    proj = simple_api.project(pkg.name, index_url, where="PKG")
     python, interpreter = check_python(asked.python)
     targets = [
         cc.prepare(text, creq, pkg.name, python, idx, req.exclude_newer)
@@ -107,10 +65,9 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
             where="--versions" if str(spec) else "PKG",
             hint="widen --versions, add --pre, or check --python and --exclude-newer",
         )
-    notify(WindowEvent("versions", detail=f"{len(versions)} candidate versions"))
-    extras = f"[{','.join(sorted(pkg.extras))}]" if pkg.extras else ""
+    observer(VersionsListed(pkg.name + asked.extras, tuple(str(v) for v in versions)))
     probe_spec = ProbeSpec(
-        requirement=f"{pkg.name}{extras}",
+        requirement=f"{pkg.name}{asked.extras}",
         symbol=req.symbol,
         python=python,
         exclude_newer=req.exclude_newer,
@@ -125,13 +82,9 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
     static_s = None
     results: dict[str, ProbeResult] = {}
     stored: set[str] = set()
-
-    def relay(v: str, r: ProbeResult | None) -> None:
-        notify(WindowEvent("probe-start" if r is None else "probe-done", v, "", r))
-
-    with Prober(probe_spec, jobs=req.jobs, observer=relay) as prober:
+    with Prober(probe_spec, jobs=req.jobs, observer=observer) as prober:
         if req.static and not req.scan:
-            notify(WindowEvent("static", detail=f"reading the sources of {len(versions)} wheels"))
+            observer(StaticReadStarted(len(versions)))
             t0 = time.monotonic()
             early = EarlyImports(versions, prober, store, probe_spec, use_store=not req.no_cache)
             statics = list(
@@ -145,8 +98,8 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
                     use_store=not req.no_cache,
                 )
             )
-            static_s = time.monotonic() - t0
-        oracle = _oracle(req, probe_spec, versions, store, results, stored, prober, notify)
+            static_s = round(time.monotonic() - t0, 3)
+        oracle = _oracle(req, probe_spec, versions, store, results, stored, prober, observer)
         hints = [a.has if a else None for a in statics] if static_s is not None else None
         outcome = search(len(versions), oracle, samples=req.samples, scan=req.scan, static=hints)
         runs = prober.started
@@ -159,7 +112,7 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
     table = [(v, r.status) for v, r in zip(versions, rows, strict=True)]
     reports = []
     for target in targets:
-        notify(WindowEvent("resolve", detail=f"uv pip compile {target.text}"))
+        observer(ResolveStarted(target.text))
         reports.append(
             cc.report(
                 target,
@@ -171,20 +124,19 @@ def run_window(req: WindowRequest, observer: Observer | None = None) -> WindowRe
                 table=table,
             )
         )
-    return WindowReport(
-        pkg.name + extras,
-        req.symbol,
-        python,
-        redact_url(index_url),
-        rows,
-        wins,
-        tuple(reports),
-        runs,
-        len(stored),
-        time.monotonic() - start,
-        _notes(outcome, versions, rows, overruled),
-        static_s,
-        overruled,
+    return WindowResult.of(
+        package=pkg.name + asked.extras,
+        symbol=req.symbol,
+        python=python,
+        index_url=redact.url(index_url),
+        versions=rows,
+        windows=wins,
+        static_read=StaticRead(static_s is not None, static_s or 0.0, overruled),
+        consumers=tuple(reports),
+        probes_run=runs,
+        probes_stored=len(stored),
+        notes=_notes(outcome, versions, rows, overruled),
+        elapsed_s=round(time.monotonic() - start, 3),
     )
 
 
@@ -196,21 +148,21 @@ def _oracle(
     results: dict[str, ProbeResult],
     stored: set[str],
     prober: Prober,
-    notify: Observer,
-) -> Callable[[Sequence[int]], Mapping[int, Status]]:
-    def oracle(positions: Sequence[int]) -> Mapping[int, Status]:
+    observer: Observer[WindowEvent],
+) -> Callable[[Sequence[int]], Mapping[int, ProbeStatus]]:
+    def oracle(positions: Sequence[int]) -> Mapping[int, ProbeStatus]:
         todo = []
         for v in (str(versions[i]) for i in positions):
-            hit = None if req.no_cache else store.get(probe_key(spec, v, "import"))
+            hit = None if req.no_cache else store.get(probe_key(spec, v, DecidedBy.IMPORT))
             if hit is not None:
                 results[v] = hit
                 stored.add(v)
-                notify(WindowEvent("probe-done", v, "stored", hit))
+                observer(ProbeFinished(hit))
             else:
                 todo.append(v)
         for v, r in prober.results(todo).items():
-            if r.status is not Status.INSTALL_FAILED:  # maybe the network's fault: retry
-                store.put(probe_key(spec, v, "import"), r)
+            if r.status is not ProbeStatus.INSTALL_FAILED:  # maybe the network's: retry
+                store.put(probe_key(spec, v, DecidedBy.IMPORT), r)
             results[v] = r
         return {i: results[str(versions[i])].status for i in positions}
 
@@ -222,15 +174,26 @@ def _row(
 ) -> VersionRow:
     if r.probed:
         done = results[version]
-        return VersionRow(
-            version, r.status, "import", done.detail, done.elapsed_s, done.stored, static
+        return VersionRow.of(
+            version,
+            r.status,
+            DecidedBy.IMPORT,
+            detail=done.detail,
+            elapsed_s=done.elapsed_s,
+            stored=done.stored,
+            static=static,
         )
     if r.static and static is not None:
-        return VersionRow(
-            version, r.status, "static", static.detail, stored=static.stored, static=static
+        return VersionRow.of(
+            version,
+            r.status,
+            DecidedBy.STATIC,
+            detail=static.detail,
+            stored=static.stored,
+            static=static,
         )
-    how = "inferred" if r.status.has_symbol is not None else None
-    return VersionRow(version, r.status, how, static=static)
+    how = DecidedBy.INFERRED if r.status.has_symbol is not None else None
+    return VersionRow.of(version, r.status, how, static=static)
 
 
 def _notes(

@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmdiag import probes, proc
-from vllmdiag.envs.spec import default_python
-from vllmdiag.envs.uvtool import uv, uv_bin, uv_environ
-from vllmdiag.errors import EnvError, ProcessError
+from vllmdiag import probes, proc, redact
+from vllmdiag.envs.uvtool import uv_bin
+from vllmdiag.events import Observer, ignore
 from vllmdiag.paths import cache_root
-from vllmdiag.window.credentials import redact_text
-from vllmdiag.window.model import ProbeResult, Status
+from vllmdiag.pkgindex.config import uv_env
+from vllmdiag.window.events import ProbeEvent, ProbeFinished, ProbeStarted
+from vllmdiag.window.probe_result import ProbeResult, ProbeStatus
 
 IMPORT_TIMEOUT_S = 600.0
 INSTALL_TIMEOUT_S = 1800.0
@@ -44,50 +42,6 @@ class ProbeSpec:
     exclude_newer: str | None = None
     index_url: str | None = None  # credentials included: never shown, never stored
     interpreter: str | None = None  # what uv gets, when not X.Y (a path)
-
-
-def uv_env(index_url: str | None) -> dict[str, str]:
-    """uv's environment with ``index_url`` as the default index (if given)."""
-    env = uv_environ()
-    if index_url:
-        env.pop("UV_INDEX_URL", None)
-        env["UV_DEFAULT_INDEX"] = index_url
-    return env
-
-
-def check_python(python: str) -> tuple[str, str]:
-    """``(X.Y, request)`` for ``--python``: an X.Y that uv finds here, or the path of an
-    interpreter (for one uv cannot discover, e.g. behind pyenv shims). A clear error if
-    there is none. The interpreter running vllmdiag needs no search: it is given by path."""
-    if python == default_python():
-        return python, sys.executable
-    if "/" in python:
-        try:
-            done = proc.run(
-                [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                capture=True,
-                timeout=60,
-            )
-        except ProcessError:
-            done = None
-        if done is None or not done.ok:
-            raise EnvError(
-                f"{python} does not run",
-                where="--python",
-                hint="give X.Y or the path of a working python",
-            )
-        return done.stdout.strip(), python
-    try:
-        uv("python", "find", python, what=f"uv python find {python}")
-    except ProcessError as exc:
-        raise EnvError(
-            f"no Python {python} that uv can find on this machine",
-            where="--python",
-            hint="install it (uv does not download Pythons here), put its bin directory on "
-            "PATH, or pass the interpreter's path (--python /path/to/bin/python3.X); "
-            "uv said: " + exc.message.strip().splitlines()[-1][:300],
-        ) from None
-    return python, python
 
 
 def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
@@ -117,9 +71,9 @@ def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
                 why = "timed out" if done.timed_out else text
                 return ProbeResult(
                     version,
-                    Status.INSTALL_FAILED,
-                    f"install failed: {_short(redact_text(why))}",
-                    time.monotonic() - start,
+                    ProbeStatus.INSTALL_FAILED,
+                    f"install failed: {_short(redact.text(why))}",
+                    _since(start),
                 )
         done = proc.run(
             # -B: the env is thrown away, writing its bytecode would only cost time.
@@ -129,7 +83,7 @@ def probe_one(spec: ProbeSpec, version: str, scratch: Path) -> ProbeResult:
             capture=True,
             timeout=IMPORT_TIMEOUT_S,
         )
-        return _parse(version, done, time.monotonic() - start)
+        return _parse(version, done, _since(start))
     finally:
         shutil.rmtree(env_dir, ignore_errors=True)
 
@@ -141,29 +95,39 @@ def _parse(version: str, done: proc.Completed, elapsed: float) -> ProbeResult:
     if done.timed_out or not lines:
         why = "timed out" if done.timed_out else f"probe exited {done.rc}"
         tail = (done.stderr.strip() or done.stdout.strip())[-1500:]
-        text = redact_text(f"{why}: {tail}".strip())
-        return ProbeResult(version, Status.IMPORT_ERROR, text, elapsed)
-    data = json.loads(lines[-1])
-    return ProbeResult(version, Status(data["status"]), str(data.get("detail", "")), elapsed)
+        text = redact.text(f"{why}: {tail}".strip())
+        return ProbeResult(version, ProbeStatus.IMPORT_ERROR, text, elapsed)
+    try:
+        data = json.loads(lines[-1])
+        status = ProbeStatus(data["status"])
+    except (ValueError, KeyError, TypeError):
+        said = redact.text(lines[-1][:300])
+        return ProbeResult(
+            version, ProbeStatus.IMPORT_ERROR, f"unreadable probe answer: {said}", elapsed
+        )
+    return ProbeResult(version, status, str(data.get("detail", "")), elapsed)
+
+
+def _since(start: float) -> float:
+    return round(time.monotonic() - start, 3)
 
 
 def _short(message: str) -> str:
     return message if len(message) <= 3000 else "…" + message[-3000:]
 
 
-Observer = Callable[[str, ProbeResult | None], None]
-
-
 class Prober:
     """Import probes run ``jobs`` at a time, each started once: :meth:`start` may be
     called early (while the static read still runs) and again later for free.
-    ``observer(version, None)`` when one starts, ``observer(version, result)`` when it
-    ends. Use as a context manager: leaving waits for probes in flight and removes the
-    scratch directory."""
+    ``observer`` gets a :class:`ProbeStarted` when one starts and a :class:`ProbeFinished`
+    when it ends (from a worker thread). Use as a context manager: leaving waits for
+    probes in flight and removes the scratch directory."""
 
-    def __init__(self, spec: ProbeSpec, *, jobs: int = 1, observer: Observer | None = None):
+    def __init__(
+        self, spec: ProbeSpec, *, jobs: int = 1, observer: Observer[ProbeEvent] = ignore
+    ) -> None:
         self.spec = spec
-        self._notify = observer or (lambda _v, _r: None)
+        self._notify = observer
         base = cache_root() / "scratch"
         base.mkdir(parents=True, exist_ok=True)
         self._scratch = Path(tempfile.mkdtemp(prefix="window-", dir=base))
@@ -194,7 +158,7 @@ class Prober:
         return {v: f.result() for v, f in futures.items()}
 
     def _one(self, version: str) -> ProbeResult:
-        self._notify(version, None)
+        self._notify(ProbeStarted(version))
         result = probe_one(self.spec, version, self._scratch)
-        self._notify(version, result)
+        self._notify(ProbeFinished(result))
         return result

@@ -1,8 +1,9 @@
 """Where a symbol appears and disappears across an ordered list of versions.
 
 Pure: the caller supplies an oracle that import-probes a batch of positions (so it may
-probe them in parallel) and returns a :class:`Status` for each, and optionally the static
-answers read from the wheels (True/False where the read was conclusive, None where not).
+probe them in parallel) and returns a :class:`ProbeStatus` for each, and optionally the
+static answers read from the wheels (True/False where the read was conclusive, None
+where not).
 The search assumes presence changes at most twice (the symbol appears, later
 disappears), so it
 
@@ -25,9 +26,11 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from vllmdiag.window.model import Status
+from packaging.version import Version
 
-Oracle = Callable[[Sequence[int]], Mapping[int, Status]]
+from vllmdiag.window.probe_result import ProbeStatus
+
+Oracle = Callable[[Sequence[int]], Mapping[int, ProbeStatus]]
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Row:
     neither: inferred from its decided neighbours (or not decided at all)."""
 
     index: int
-    status: Status
+    status: ProbeStatus
     probed: bool
     static: bool = False
 
@@ -83,7 +86,7 @@ def search(
     static: Sequence[bool | None] | None = None,
 ) -> SearchResult:
     """Decide presence for positions ``0 .. n-1`` with as few import probes as it can."""
-    found: dict[int, Status] = {}
+    found: dict[int, ProbeStatus] = {}
     trusted = _static_statuses(n, static) if not scan else {}
     overruled: list[int] = []
 
@@ -92,9 +95,9 @@ def search(
         if new:
             answer = oracle(new)
             for i in new:
-                found[i] = answer.get(i, Status.NOT_PROBED)
+                found[i] = answer.get(i, ProbeStatus.NOT_PROBED)
 
-    def view() -> dict[int, Status]:
+    def view() -> dict[int, ProbeStatus]:
         return {**trusted, **found}
 
     def opening() -> list[int]:
@@ -125,15 +128,19 @@ def search(
     )
 
 
-def _static_statuses(n: int, static: Sequence[bool | None] | None) -> dict[int, Status]:
+def _static_statuses(n: int, static: Sequence[bool | None] | None) -> dict[int, ProbeStatus]:
     if static is None or len(static) != n:
         return {}
     return {
-        i: Status.PRESENT if s else Status.ABSENT for i, s in enumerate(static) if s is not None
+        i: ProbeStatus.PRESENT if s else ProbeStatus.ABSENT
+        for i, s in enumerate(static)
+        if s is not None
     }
 
 
-def _contradicted(trusted: Mapping[int, Status], found: Mapping[int, Status]) -> list[int]:
+def _contradicted(
+    trusted: Mapping[int, ProbeStatus], found: Mapping[int, ProbeStatus]
+) -> list[int]:
     return [
         i
         for i, s in found.items()
@@ -142,7 +149,7 @@ def _contradicted(trusted: Mapping[int, Status], found: Mapping[int, Status]) ->
 
 
 def _next_batch(
-    n: int, decided: Mapping[int, Status], probed: Mapping[int, Status], static: bool
+    n: int, decided: Mapping[int, ProbeStatus], probed: Mapping[int, ProbeStatus], static: bool
 ) -> list[int]:
     """An undecided position in a change's gap; else every side of a change that no
     import has checked; else (static answers, no change, no import yet) the newest."""
@@ -164,11 +171,11 @@ def sample_positions(n: int, samples: int) -> list[int]:
     return sorted({round(j * (n - 1) / (k + 1)) for j in range(1, k + 1)})
 
 
-def _decided(found: Mapping[int, Status]) -> list[int]:
+def _decided(found: Mapping[int, ProbeStatus]) -> list[int]:
     return sorted(i for i, s in found.items() if s.has_symbol is not None)
 
 
-def _open_gap(found: Mapping[int, Status]) -> int | None:
+def _open_gap(found: Mapping[int, ProbeStatus]) -> int | None:
     """A position not in ``found`` between two decided ones that disagree, nearest the
     middle of their gap; None once every change is pinned to neighbours."""
     decided = _decided(found)
@@ -182,7 +189,9 @@ def _open_gap(found: Mapping[int, Status]) -> int | None:
     return None
 
 
-def boundaries(found: Mapping[int, Status], probed: set[int] | None = None) -> tuple[Boundary, ...]:
+def boundaries(
+    found: Mapping[int, ProbeStatus], probed: set[int] | None = None
+) -> tuple[Boundary, ...]:
     """Changes between neighbouring decided positions; ``probed`` (default: all of
     ``found``) are those an import decided."""
     imported = set(found) if probed is None else probed
@@ -196,7 +205,7 @@ def boundaries(found: Mapping[int, Status], probed: set[int] | None = None) -> t
 
 
 def infer_rows(
-    n: int, found: Mapping[int, Status], probed: set[int] | None = None
+    n: int, found: Mapping[int, ProbeStatus], probed: set[int] | None = None
 ) -> tuple[Row, ...]:
     """Decided rows as found; an undecided row takes its decided neighbours' verdict when
     both agree, else stays ``not-probed``."""
@@ -209,11 +218,11 @@ def infer_rows(
             continue
         left = max((d for d in decided if d < i), default=None)
         right = min((d for d in decided if d > i), default=None)
-        status = Status.NOT_PROBED
+        status = ProbeStatus.NOT_PROBED
         if left is not None and right is not None:
             ls, rs = found[left], found[right]
             if ls.has_symbol == rs.has_symbol:
-                status = ls if ls == rs else Status.ABSENT
+                status = ls if ls == rs else ProbeStatus.ABSENT
         rows.append(Row(i, status, False))
     return tuple(rows)
 
@@ -236,3 +245,9 @@ def windows(rows: Sequence[Row]) -> tuple[Window, ...]:
         end = last + 1 if last + 1 < len(rows) else None
         out.append(Window(first, last, end))
     return tuple(out)
+
+
+def window_specifier(first: Version, end: Version | None) -> str:
+    """A window as a version specifier: from its first version up to (not including) the
+    first version after it."""
+    return f">={first},<{end}" if end is not None else f">={first}"

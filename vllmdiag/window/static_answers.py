@@ -10,23 +10,11 @@ from collections.abc import Callable, Sequence
 
 from packaging.version import Version
 
-from vllmdiag.window.credentials import redact_url
-from vllmdiag.window.index import IndexFile
+from vllmdiag.pkgindex.simple_api import IndexFile
+from vllmdiag.pkgindex.wheel_source import StaticAnswer, read_versions
 from vllmdiag.window.probe import Prober, ProbeSpec
-from vllmdiag.window.store import ProbeKey, ProbeStore
-from vllmdiag.window.wheel_source import StaticAnswer, read_versions
-
-
-def probe_key(spec: ProbeSpec, version: str, method: str) -> ProbeKey:
-    return ProbeKey(
-        package=spec.requirement,
-        version=version,
-        python=spec.python,
-        symbol=spec.symbol,
-        exclude_newer=spec.exclude_newer if method == "import" else None,
-        index_url=redact_url(spec.index_url) if spec.index_url else None,
-        method=method,
-    )
+from vllmdiag.window.probe_result import DecidedBy
+from vllmdiag.window.store import ProbeStore, probe_key
 
 
 def static_answers(
@@ -40,7 +28,7 @@ def static_answers(
     use_store: bool,
 ) -> list[StaticAnswer]:
     """A static answer per version: stored ones first, the rest read from the wheels."""
-    keys = [probe_key(spec, str(v), "static") for v in versions]
+    keys = [probe_key(spec, str(v), DecidedBy.STATIC) for v in versions]
     known = [store.get_static(k) if use_store else None for k in keys]
     for i, answer in enumerate(known):
         if answer is not None:
@@ -95,5 +83,6 @@ class EarlyImports:
             if self.has[a] != self.has[b]:
                 for pos in (a, b):
                     v = str(self.versions[pos])
-                    if not (self.use_store and self.store.get(probe_key(self.spec, v, "import"))):
+                    key = probe_key(self.spec, v, DecidedBy.IMPORT)
+                    if not (self.use_store and self.store.get(key)):
                         self.prober.start(v)

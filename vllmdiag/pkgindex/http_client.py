@@ -4,7 +4,7 @@ A window reads a few hundred small pieces of wheels; opened one connection each,
 TLS handshakes cost more CPU than the reading. So connections are kept alive and reused
 (one pool per host), each host name is looked up once (parallel look-ups of one name
 can stall for the resolver's whole timeout), and one TLS context serves all. Basic auth
-is sent to a remembered realm only (:mod:`vllmdiag.window.credentials`); redirects are
+is sent to a remembered realm only (:mod:`vllmdiag.pkgindex.credentials`); redirects are
 followed, the proxy from the environment is honoured.
 """
 
@@ -22,8 +22,9 @@ from email.message import Message
 from functools import lru_cache
 from typing import Any
 
+from vllmdiag import redact
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window.credentials import auth_header, redact_text, redact_url, remember
+from vllmdiag.pkgindex.credentials import auth_header, remember
 
 TIMEOUT_S = 60.0
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -61,12 +62,12 @@ def get(url: str, *, accept: str = "*/*", byte_range: str | None = None) -> Resp
             if byte_range is not None and status != 206:
                 return Response(status, b"", "")
             return Response(status, body, head.get("Content-Range", ""))
-        raise VllmdiagError(f"{redact_url(url)}: too many redirects")
+        raise VllmdiagError(f"{redact.url(url)}: too many redirects")
     except urllib.error.HTTPError:
         raise
     except (TimeoutError, OSError, http.client.HTTPException, ValueError) as exc:
         raise VllmdiagError(
-            f"cannot reach {redact_url(target)}: {redact_text(str(exc))}",
+            f"cannot reach {redact.url(target)}: {redact.text(str(exc))}",
             hint="check the network, or point UV_DEFAULT_INDEX at a reachable index",
         ) from None
 
@@ -76,7 +77,7 @@ def _exchange(url: str, headers: dict[str, str], *, want_body: bool) -> tuple[in
     parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ValueError(f"not an http(s) URL: {redact_url(url)}")
+        raise ValueError(f"not an http(s) URL: {redact.url(url)}")
     host = parts.hostname or ""
     port = parts.port or (443 if scheme == "https" else 80)
     proxy = _proxy(scheme, host)

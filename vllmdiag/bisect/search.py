@@ -16,45 +16,48 @@ from enum import Enum
 from vllmdiag.errors import VllmdiagError
 
 
-class Verdict(str, Enum):
+class StepVerdict(str, Enum):
+    """What one bisect step found: the check passed (good), failed (bad), or could not
+    tell (skip)."""
+
     GOOD = "good"
     BAD = "bad"
     SKIP = "skip"
 
 
-def verdict_for_rc(rc: int | None) -> Verdict:
+def verdict_for_rc(rc: int | None) -> StepVerdict:
     """git-bisect-run rules: 0 good, 125 skip, anything else (incl. a timeout) bad."""
     if rc == 0:
-        return Verdict.GOOD
+        return StepVerdict.GOOD
     if rc == 125:
-        return Verdict.SKIP
-    return Verdict.BAD
+        return StepVerdict.SKIP
+    return StepVerdict.BAD
 
 
-def majority(votes: Sequence[Verdict]) -> Verdict:
+def majority(votes: Sequence[StepVerdict]) -> StepVerdict:
     """The verdict most repeats agree on; a tie (or nothing) is a skip."""
     if not votes:
-        return Verdict.SKIP
+        return StepVerdict.SKIP
     ranked = Counter(votes).most_common()
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return Verdict.SKIP
+        return StepVerdict.SKIP
     return ranked[0][0]
 
 
-def metric_verdict(value: float, baseline: float, threshold: float) -> Verdict:
+def metric_verdict(value: float, baseline: float, threshold: float) -> StepVerdict:
     """A performance check: ``ratio = value / baseline``. A threshold below 1 is for a
     higher-is-better metric (bad when the ratio falls below it), above 1 for a
     lower-is-better one (bad when the ratio rises above it)."""
     if baseline == 0:
-        return Verdict.SKIP
+        return StepVerdict.SKIP
     ratio = value / baseline
     if threshold <= 1:
-        return Verdict.GOOD if ratio >= threshold else Verdict.BAD
-    return Verdict.GOOD if ratio <= threshold else Verdict.BAD
+        return StepVerdict.GOOD if ratio >= threshold else StepVerdict.BAD
+    return StepVerdict.GOOD if ratio <= threshold else StepVerdict.BAD
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Bracket:
     """``last_good``/``first_bad`` are positions; ``untested`` lie between them (skipped
     or unreachable), so the change is somewhere in ``last_good+1 .. first_bad``."""
 
@@ -67,9 +70,9 @@ class Outcome:
         return self.first_bad - self.last_good == 1
 
 
-def next_candidate(n: int, verdicts: Mapping[int, Verdict]) -> int | None:
+def next_candidate(n: int, verdicts: Mapping[int, StepVerdict]) -> int | None:
     """The next position to check, or None when the change is pinned down."""
-    lo, hi = _bracket(n, verdicts)
+    lo, hi = _ends(n, verdicts)
     open_ = [i for i in range(lo + 1, hi) if i not in verdicts]
     if not open_:
         return None
@@ -77,46 +80,51 @@ def next_candidate(n: int, verdicts: Mapping[int, Verdict]) -> int | None:
     return min(open_, key=lambda i: (abs(i - mid), i))
 
 
-def _bracket(n: int, verdicts: Mapping[int, Verdict]) -> tuple[int, int]:
-    bads = [i for i, v in verdicts.items() if v is Verdict.BAD]
+def _ends(n: int, verdicts: Mapping[int, StepVerdict]) -> tuple[int, int]:
+    bads = [i for i, v in verdicts.items() if v is StepVerdict.BAD]
     hi = min(bads, default=n - 1)
-    goods = [i for i, v in verdicts.items() if v is Verdict.GOOD and i < hi]
+    goods = [i for i, v in verdicts.items() if v is StepVerdict.GOOD and i < hi]
     lo = max(goods, default=0)
     return lo, hi
 
 
-def outcome(n: int, verdicts: Mapping[int, Verdict]) -> Outcome:
-    lo, hi = _bracket(n, verdicts)
-    return Outcome(lo, hi, tuple(i for i in range(lo + 1, hi) if verdicts.get(i) is Verdict.SKIP))
+def bracket(n: int, verdicts: Mapping[int, StepVerdict]) -> Bracket:
+    lo, hi = _ends(n, verdicts)
+    return Bracket(
+        lo, hi, tuple(i for i in range(lo + 1, hi) if verdicts.get(i) is StepVerdict.SKIP)
+    )
 
 
-def bisect(n: int, check: Callable[[int], Verdict]) -> tuple[Outcome, dict[int, Verdict]]:
+def bisect_positions(
+    n: int, check: Callable[[int], StepVerdict]
+) -> tuple[Bracket, dict[int, StepVerdict]]:
     """Check both ends, then bisect. ``check`` may answer from a journal."""
     if n < 2:
         raise VllmdiagError(
             "need at least two versions to bisect",
             hint="--good and --bad must name different versions",
         )
-    verdicts: dict[int, Verdict] = {}
-    for pos, want in ((0, Verdict.GOOD), (n - 1, Verdict.BAD)):
+    verdicts: dict[int, StepVerdict] = {}
+    for pos, want in ((0, StepVerdict.GOOD), (n - 1, StepVerdict.BAD)):
         got = check(pos)
         verdicts[pos] = got
         if got is not want:
-            end = "good" if want is Verdict.GOOD else "bad"
-            raise EndpointError(pos, end, got)
+            raise EndpointError(pos, want, got)
     while (step := next_candidate(n, verdicts)) is not None:
         verdicts[step] = check(step)
-    return outcome(n, verdicts), verdicts
+    return bracket(n, verdicts), verdicts
 
 
 class EndpointError(VllmdiagError):
-    """An endpoint's check disagreed with what the user said it was."""
+    """An endpoint's check disagreed with what the user said it was: ``end`` is what it
+    should have checked (GOOD for ``--good``, BAD for ``--bad``), ``got`` what it did."""
 
-    def __init__(self, position: int, end: str, got: Verdict) -> None:
+    def __init__(self, position: int, end: StepVerdict, got: StepVerdict) -> None:
+        end_name = end.value
         super().__init__(
-            f"the --{end} version checks {got.value}, not {end}",
-            hint=f"check the --{end} version and the check command; a {end} end that "
-            f"does not check {end} leaves nothing to bisect",
+            f"the --{end_name} version checks {got.value}, not {end_name}",
+            hint=f"check the --{end_name} version and the check command; a {end_name} end "
+            f"that does not check {end_name} leaves nothing to bisect",
         )
         self.position = position
         self.end = end

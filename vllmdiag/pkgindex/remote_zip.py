@@ -12,9 +12,9 @@ import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 
+from vllmdiag import redact
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import http
-from vllmdiag.window.credentials import redact_url
+from vllmdiag.pkgindex import http_client
 
 TAIL = 65536 + 22
 
@@ -32,12 +32,12 @@ class Member:
 def _get_range(url: str, spec: str) -> tuple[bytes, int]:
     """Bytes for ``Range: bytes=spec`` and the file's total size."""
     try:
-        resp = http.get(url, byte_range=spec)
+        resp = http_client.get(url, byte_range=spec)
     except urllib.error.HTTPError as exc:
-        raise VllmdiagError(f"cannot read {redact_url(url)}: HTTP {exc.code}") from None
+        raise VllmdiagError(f"cannot read {redact.url(url)}: HTTP {exc.code}") from None
     m = re.search(r"/(\d+)$", resp.content_range)
     if resp.status != 206 or m is None:
-        raise VllmdiagError(f"{redact_url(url)}: the server does not answer range requests")
+        raise VllmdiagError(f"{redact.url(url)}: the server does not answer range requests")
     return resp.body, int(m.group(1))
 
 

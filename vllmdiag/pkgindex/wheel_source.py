@@ -4,7 +4,7 @@ For one version: the wheel that would install here (this platform, the probe's P
 then, while the module is not found, the wheels of its ``==`` pins (a meta-package such
 as ``nvidia-cutlass-dsl`` 4.4+ ships its modules in ``-libs-*`` wheels). Member lists
 and the few files needed are read by HTTP range requests. The module's file decides
-(:mod:`vllmdiag.window.source_binding`), with its parent packages' ``__init__`` files.
+(:mod:`vllmdiag.pkgindex.source_binding`), with its parent packages' ``__init__`` files.
 
 Undecided, with the reason, when the module is compiled or sourceless, found nowhere or
 in more than one place on ``sys.path``, under a directory no ``.pth`` file adds, shadowed
@@ -20,78 +20,60 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache, partial
-from typing import TypeVar
+from enum import Enum
+from functools import partial
 
-from packaging import tags
-from packaging.markers import default_environment
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import index, remote_zip
-from vllmdiag.window.index import IndexFile
-from vllmdiag.window.remote_zip import Member
-from vllmdiag.window.source_binding import Reading, module_binds, parent_touches
+from vllmdiag.pkgindex import remote_zip
+from vllmdiag.pkgindex.remote_zip import Member
+from vllmdiag.pkgindex.simple_api import IndexFile
+from vllmdiag.pkgindex.source_binding import Reading, module_binds, parent_touches
+from vllmdiag.pkgindex.wheels import exact_pins, parallel, pick_wheel, pinned_wheel
 
 MAX_DEPTH = 3  # nvidia-cutlass-dsl -> -libs-base -> -libs-core
 _EXTENSION = re.compile(r"\.(?:[^/.]+\.)?(?:so|pyd)$")
 
-T = TypeVar("T")
 Held = dict[str, tuple[IndexFile, Member]]  # member name -> (its wheel, the member)
+
+
+class Presence(str, Enum):
+    """What a static read says of ``MODULE.ATTR`` in one version."""
+
+    PRESENT = "present"
+    ABSENT = "absent"
+    UNDECIDED = "undecided"
+
+    @classmethod
+    def of(cls, has: bool | None) -> Presence:
+        return cls.UNDECIDED if has is None else cls.PRESENT if has else cls.ABSENT
+
+    @property
+    def has(self) -> bool | None:
+        return None if self is Presence.UNDECIDED else self is Presence.PRESENT
 
 
 @dataclass(frozen=True)
 class StaticAnswer:
-    """``has``: True/False when the read is conclusive, None otherwise. ``final``: False
-    when the index could not be read (worth another try, so not stored)."""
+    """One version's static read: ``answer`` and why (``detail``), ``wheel``: the wheel
+    whose file decided. ``final``: False when the index could not be read (worth another
+    try, so not stored); ``stored``: answered from stored results, not read now."""
 
-    has: bool | None
+    answer: Presence
     detail: str
+    wheel: str | None = None
     final: bool = True
-    stored: bool = False  # answered from stored results, not read now
-    wheel: str = ""  # the wheel whose file decided
+    stored: bool = False
 
-    def to_json(self) -> dict[str, object]:
-        answer = {True: "present", False: "absent", None: "undecided"}[self.has]
-        return {"answer": answer, "detail": self.detail, "wheel": self.wheel or None}
-
-
-@lru_cache(maxsize=8)
-def _tag_rank(python: str) -> dict[tags.Tag, int]:
-    major, minor = (int(p) for p in python.split(".")[:2])
-    platforms = list(tags.platform_tags())
-    found = [
-        *tags.cpython_tags((major, minor), platforms=platforms),
-        *tags.compatible_tags((major, minor), platforms=platforms),
-    ]
-    return {tag: i for i, tag in reversed(list(enumerate(found)))}
+    @property
+    def has(self) -> bool | None:
+        """True/False when the read is conclusive, None otherwise."""
+        return self.answer.has
 
 
-def pick_wheel(files: Sequence[IndexFile], version: Version, python: str) -> IndexFile | None:
-    """The wheel of ``version`` an installer would pick here for ``python`` (X.Y)."""
-    rank = _tag_rank(python)
-    best: tuple[int, IndexFile] | None = None
-    for f in files:
-        if not f.is_wheel or f.yanked:
-            continue
-        parsed = _wheel_name(f.filename)
-        if parsed is None or parsed[0] != version:
-            continue
-        score = min((rank[t] for t in parsed[1] if t in rank), default=None)
-        if score is not None and (best is None or score < best[0]):
-            best = (score, f)
-    return best[1] if best else None
-
-
-@lru_cache(maxsize=65536)
-def _wheel_name(filename: str) -> tuple[Version, frozenset[tags.Tag]] | None:
-    try:
-        _, version, _, wheel_tags = parse_wheel_filename(filename)
-    except (InvalidWheelFilename, InvalidVersion):
-        return None
-    return version, wheel_tags
+def _undecided(detail: str, *, final: bool = True) -> StaticAnswer:
+    return StaticAnswer(Presence.UNDECIDED, detail, final=final)
 
 
 def read_versions(
@@ -131,15 +113,15 @@ def read_version(
 ) -> StaticAnswer:
     top = pick_wheel(files, version, python)
     if top is None:
-        return StaticAnswer(None, f"no wheel of {version} for Python {python} on this platform")
+        return _undecided(f"no wheel of {version} for Python {python} on this platform")
     try:
         held = _gather(top, module, python, extras)
         return _decide(held, module, attr)
     except VllmdiagError as exc:  # the index: worth another try later
-        return StaticAnswer(None, f"could not read the wheels: {exc.message}", final=False)
+        return _undecided(f"could not read the wheels: {exc.message}", final=False)
     except (zlib.error, struct.error, UnicodeError, ValueError, LookupError) as exc:
         # A wheel this reader cannot take apart: the import decides instead.
-        return StaticAnswer(None, f"could not read {top.filename}: {exc.__class__.__name__}")
+        return _undecided(f"could not read {top.filename}: {exc.__class__.__name__}")
 
 
 def _gather(top: IndexFile, module: str, python: str, extras: frozenset[str]) -> Held:
@@ -149,15 +131,15 @@ def _gather(top: IndexFile, module: str, python: str, extras: frozenset[str]) ->
     level = [(top, extras)]
     seen = {top.url}
     for depth in range(MAX_DEPTH + 1):
-        lists = _parallel([partial(remote_zip.members, w.url) for w, _ in level])
-        pins = _parallel([partial(_pins, w, python, e) for w, e in level])
+        lists = parallel([partial(remote_zip.members, w.url) for w, _ in level])
+        pins = parallel([partial(exact_pins, w, python, e) for w, e in level])
         for (wheel, _), found in zip(level, lists, strict=True):
             for m in found:
                 held.setdefault(m.name, (wheel, m))
         if _roots(held, module) or depth == MAX_DEPTH:
             break
         wanted = [pin for per_wheel in pins for pin in per_wheel]
-        deps = _parallel([partial(_dep_wheel, n, v, python) for n, v, _ in wanted])
+        deps = parallel([partial(pinned_wheel, n, v, python) for n, v, _ in wanted])
         level = []
         for (_, _, dep_extras), dep in zip(wanted, deps, strict=True):
             if dep is not None and dep.url not in seen:
@@ -166,42 +148,6 @@ def _gather(top: IndexFile, module: str, python: str, extras: frozenset[str]) ->
         if not level:
             break
     return held
-
-
-def _dep_wheel(name: str, version: Version, python: str) -> IndexFile | None:
-    return pick_wheel(index.project(name).files, version, python)
-
-
-def _parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
-    """Run ``calls`` at once (they wait on the network) and return their results."""
-    if len(calls) <= 1:
-        return [c() for c in calls]
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        return [f.result() for f in [pool.submit(c) for c in calls]]
-
-
-def _pins(
-    wheel: IndexFile, python: str, extras: frozenset[str]
-) -> list[tuple[str, Version, frozenset[str]]]:
-    env = {k: str(v) for k, v in default_environment().items()}
-    env.update(python_version=python, python_full_version=f"{python}.0")
-    out = []
-    for line in index.requires_dist(index.metadata(wheel)):
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and not any(
-            req.marker.evaluate({**env, "extra": e}) for e in ("", *extras)
-        ):
-            continue
-        pins = [s.version for s in req.specifier if s.operator in ("==", "===")]
-        if len(pins) == 1 and "*" not in pins[0]:
-            try:
-                out.append((req.name, Version(pins[0]), frozenset(req.extras)))
-            except InvalidVersion:
-                continue
-    return out
 
 
 def _roots(held: Held, module: str) -> set[str]:
@@ -236,22 +182,22 @@ def _on_sys_path(prefix: str, held: Held) -> bool:
 def _decide(held: Held, module: str, attr: str) -> StaticAnswer:
     roots = sorted(r for r in _roots(held, module) if _on_sys_path(r, held))
     if not roots:
-        return StaticAnswer(None, f"{module} is not in the wheels read (or not on sys.path)")
+        return _undecided(f"{module} is not in the wheels read (or not on sys.path)")
     if len(roots) > 1:
-        return StaticAnswer(None, f"{module} lies in {len(roots)} places on sys.path")
+        return _undecided(f"{module} lies in {len(roots)} places on sys.path")
     root, path = roots[0], module.replace(".", "/")
     compiled = [n for n in held if n.startswith(root + path) and _EXTENSION.search(n)]
     if any(_EXTENSION.sub("", n) in (root + path, root + path + "/__init__") for n in compiled):
-        return StaticAnswer(None, f"{module} is a compiled extension")
+        return _undecided(f"{module} is a compiled extension")
     is_package = f"{root}{path}/__init__.py" in held
     name = f"{root}{path}/__init__.py" if is_package else f"{root}{path}.py"
     if name not in held:
-        return StaticAnswer(None, f"{module} ships without source")
+        return _undecided(f"{module} ships without source")
     sub = f"{root}{path}/{attr}"
     if is_package and any(
         n.startswith(sub + "/") or n == sub + ".py" or _EXTENSION.sub("", n) == sub for n in held
     ):
-        return StaticAnswer(None, f"{module}.{attr} may be a submodule")
+        return _undecided(f"{module}.{attr} may be a submodule")
     parts = module.split(".")
     inits = [f"{root}{'/'.join(parts[:i])}/__init__.py" for i in range(1, len(parts))]
     inits = [n for n in inits if n in held]
@@ -272,11 +218,11 @@ def _decide(held: Held, module: str, attr: str) -> StaticAnswer:
             lambda: module_binds(_text(held, name), attr, filename=name[len(root) :]),
         )
 
-    *parents, reading = _parallel([*(lambda n=n: touches(n) for n in inits), binds])
+    *parents, reading = parallel([*(lambda n=n: touches(n) for n in inits), binds])
     for parent in parents:
         if parent.why:
-            return StaticAnswer(None, parent.why)
-    return StaticAnswer(reading.has, reading.why, wheel=held[name][0].filename)
+            return _undecided(parent.why)
+    return StaticAnswer(Presence.of(reading.has), reading.why, wheel=held[name][0].filename)
 
 
 _READINGS: dict[tuple[object, ...], Future[Reading]] = {}

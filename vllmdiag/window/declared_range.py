@@ -9,14 +9,17 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from vllmdiag.window.model import Status
+from vllmdiag.window.probe_result import ProbeStatus
 
 
 @dataclass(frozen=True)
 class Assessment:
-    admitted_with: tuple[str, ...]
-    admitted_without: tuple[str, ...]
-    admitted_unknown: tuple[str, ...]
+    """Which versions the declared range admits, by what they have; the bound to add
+    upstream (where one helps) and the one-sentence verdict."""
+
+    admitted_with_symbol: tuple[str, ...]
+    admitted_without_symbol: tuple[str, ...]
+    admitted_undecided: tuple[str, ...]
     suggested_bound: str | None  # e.g. "<4.6.0" (what to add)
     suggested_specifier: str | None  # e.g. ">=4.4.0.dev1,<4.6.0"
     verdict: str
@@ -28,7 +31,7 @@ def assess(
     package: str,
     symbol: str,
     declared: str | None,
-    rows: Sequence[tuple[Version, Status]],
+    rows: Sequence[tuple[Version, ProbeStatus]],
     resolves_to: str | None,
     as_of: tuple[str, str] | None = None,
 ) -> Assessment:
@@ -74,7 +77,7 @@ def assess(
 
 
 def _bound(
-    rows: Sequence[tuple[Version, Status]], admitted: Sequence[tuple[Version, Status]]
+    rows: Sequence[tuple[Version, ProbeStatus]], admitted: Sequence[tuple[Version, ProbeStatus]]
 ) -> str | None:
     """The bounds that cut the admitted range down to the newest run of versions that
     have the symbol: ``<`` the version after it, ``>=`` its first where older admitted
@@ -111,7 +114,7 @@ def _span(versions: Sequence[str]) -> str:
 
 
 def conflicting(
-    constraints: Sequence[tuple[str, str]], rows: Sequence[tuple[Version, Status]]
+    constraints: Sequence[tuple[str, str]], rows: Sequence[tuple[Version, ProbeStatus]]
 ) -> list[str]:
     """Of ``(who, specifier)`` pairs from the resolve, those that admit no version with
     the symbol: a bound upstream would force the resolver to move them too."""

@@ -1,6 +1,7 @@
 """The ``--recipe R --cell ID`` check of ``bisect``: each step runs that one cell of the
-recipe on its leg with ``PKG==V`` pinned (through the cell runner, ``run_cells``), in a
-run directory of its own beside the bisect journal.
+recipe on its leg with ``PKG==V`` pinned, in a run directory of its own beside the bisect
+journal. :func:`run_one_cell` is the one place that runs a cell (through the cell runner,
+``run_cells``, under the node lock).
 
 PASS is good; FAIL and TIMEOUT are bad; ERROR (the env or vllmdiag could not set the cell
 up) and SKIPPED are skips, never "bug reproduced".
@@ -13,6 +14,8 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from vllmdiag.bisect.results import CheckRun
+from vllmdiag.bisect.search import StepVerdict
 from vllmdiag.config import load_recipe
 from vllmdiag.config.recipe_load import resolve_recipe_path
 from vllmdiag.envs.spec import default_python
@@ -23,14 +26,13 @@ from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import cells as planmod
 from vllmdiag.plan.cells import find_cell
 from vllmdiag.runner import RunOptions, run_cells
-from vllmdiag.window.bisect import Verdict
 
 _VERDICT = {
-    Outcome.PASS: Verdict.GOOD,
-    Outcome.FAIL: Verdict.BAD,
-    Outcome.TIMEOUT: Verdict.BAD,
-    Outcome.ERROR: Verdict.SKIP,
-    Outcome.SKIPPED: Verdict.SKIP,
+    Outcome.PASS: StepVerdict.GOOD,
+    Outcome.FAIL: StepVerdict.BAD,
+    Outcome.TIMEOUT: StepVerdict.BAD,
+    Outcome.ERROR: StepVerdict.SKIP,
+    Outcome.SKIPPED: StepVerdict.SKIP,
 }
 
 
@@ -61,28 +63,34 @@ class RecipeCell:
         )
 
 
-@dataclass(frozen=True)
-class CellCheck:
-    verdict: Verdict
-    rc: int | None
-    value: float | None
-    detail: str
-
-
-def check_cell(rc: RecipeCell, pin: str, out: Path, metric: str | None) -> CellCheck:
+def check_cell(rc: RecipeCell, pin: str, out: Path, metric: str | None) -> CheckRun:
     """Run the cell once on its leg with ``pin``; ``out`` is replaced if it exists."""
     if out.exists():
         shutil.rmtree(out)  # an interrupted earlier attempt at this very step
     try:
         result = run_one_cell(rc.recipe, rc.cell, out, pin)
     except (EnvError, ProcessError) as exc:
-        return CellCheck(Verdict.SKIP, None, None, "leg failed: " + exc.message[-1500:])
+        return CheckRun(None, StepVerdict.SKIP, None, "leg failed: " + exc.message[-1500:])
     verdict = _VERDICT[result.outcome]
     value = result.metrics.get(metric) if metric else None
     cause = result.root_cause.signature if result.root_cause else None
     why = str(cause) if cause else result.reason
     said = f"{result.outcome.value}: {why}" if why else result.outcome.value
-    return CellCheck(verdict, result.rc, value, said)
+    return CheckRun(result.rc, verdict, value, said)
+
+
+def cell_runs(
+    target: RecipeCell, pin: str, out: Path, *, repeat: int, metric: str | None
+) -> list[CheckRun]:
+    """The step's ``repeat`` runs of the cell, each in ``out/run<i>``; a metric value
+    counts only from a run that passed."""
+    runs: list[CheckRun] = []
+    for i in range(max(1, repeat)):
+        got = check_cell(target, pin, out / f"run{i}", metric)
+        if got.verdict is not StepVerdict.GOOD and metric is not None:
+            got = replace(got, value=None)
+        runs.append(got)
+    return runs
 
 
 def run_one_cell(recipe: Recipe, cell_id: str, out: Path, pin: str | None) -> CellResult:

@@ -1,9 +1,11 @@
 """Which versions of a package are candidates: not yanked, installable on the Python in
-question, inside the user's range, uploaded before ``--exclude-newer``. Pure."""
+question, inside the user's range, uploaded before ``--exclude-newer``; and the releases
+near a missing one, for a hint. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -12,7 +14,7 @@ from packaging.utils import InvalidWheelFilename, parse_sdist_filename, parse_wh
 from packaging.version import InvalidVersion, Version
 
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window.index import IndexFile
+from vllmdiag.pkgindex.simple_api import IndexFile
 
 
 @dataclass(frozen=True)
@@ -100,5 +102,11 @@ def _when(text: str) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
-def window_specifier(first: Version, end: Version | None) -> str:
-    return f">={first},<{end}" if end is not None else f">={first}"
+def nearby(files: Sequence[IndexFile], wanted: Version, count: int = 3) -> str:
+    """The releases closest to ``wanted`` (for a hint), oldest first."""
+    found = sorted({v for f in files if not f.yanked and (v := file_version(f)) is not None})
+    if not found:
+        return "none"
+    pos = bisect.bisect_left(found, wanted)
+    pick = found[max(0, pos - count) : pos + count]
+    return ", ".join(str(v) for v in pick)

@@ -1,10 +1,9 @@
-"""What the user typed for ``window`` and ``bisect``, checked before any network or env
-work. Each check raises a :class:`VllmdiagError` that says what was wrong, where (the
-argument), and what to write instead."""
+"""What a user typed to name a package, a release, a Python or a count, checked before any
+network or env work. Each check raises a :class:`VllmdiagError` that says what was wrong,
+where (the argument), and what to write instead."""
 
 from __future__ import annotations
 
-import keyword
 import re
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -12,13 +11,11 @@ from packaging.version import InvalidVersion, Version
 
 from vllmdiag.errors import VllmdiagError
 
-_SYMBOL_EXAMPLE = "e.g. --symbol cutlass.cute.core.ThrMma (the module's dotted path, then the name)"
-
 
 def package(text: str, *, where: str = "PKG", versions_allowed: bool = True) -> Requirement:
     """A distribution name with optional extras (and, for ``window``, a version range)."""
     example = "e.g. nvidia-cutlass-dsl or nvidia-cutlass-dsl[cu13]"
-    req = _requirement(text, where, example)
+    req = requirement(text, where, example)
     if req.url:
         raise VllmdiagError(
             f"{text!r} is a URL requirement, not a package on the index",
@@ -45,56 +42,6 @@ def package(text: str, *, where: str = "PKG", versions_allowed: bool = True) -> 
                 hint=f"write a range such as '{req.name}>=4.0,<5' or use --versions",
             )
     return req
-
-
-def consumer(text: str) -> Requirement:
-    """A requirement that consumes the package, e.g. ``vllm==0.18.0``."""
-    req = _requirement(text, "--consumer", "e.g. --consumer vllm==0.18.0")
-    if req.url:
-        raise VllmdiagError(
-            f"{text!r} is a URL requirement; the consumer is read from the index",
-            where="--consumer",
-            hint=f"write {req.name}==VERSION",
-        )
-    for spec in req.specifier:
-        if spec.operator in ("==", "===") and not spec.version.endswith(".*"):
-            try:
-                Version(spec.version)
-            except InvalidVersion:
-                raise VllmdiagError(
-                    f"{text!r}: {spec.version!r} is not a version",
-                    where="--consumer",
-                    hint=f"write e.g. {req.name}==0.18.0",
-                ) from None
-    return req
-
-
-def symbol(text: str) -> tuple[str, str]:
-    """``MODULE.ATTR`` as (module, attr); every part a Python name."""
-    if "." not in text.strip("."):
-        raise VllmdiagError(f"{text!r} is not MODULE.ATTR", where="--symbol", hint=_SYMBOL_EXAMPLE)
-    parts = text.split(".")
-    for i, part in enumerate(parts):
-        if not part:
-            said = (
-                "starts with a dot"
-                if i == 0
-                else "ends with a dot"
-                if i == len(parts) - 1
-                else ("has an empty name between two dots")
-            )
-            raise VllmdiagError(f"{text!r} {said}", where="--symbol", hint=_SYMBOL_EXAMPLE)
-        if not part.isidentifier():
-            raise VllmdiagError(
-                f"{text!r}: {part!r} is not a Python name", where="--symbol", hint=_SYMBOL_EXAMPLE
-            )
-        if keyword.iskeyword(part):
-            raise VllmdiagError(
-                f"{text!r}: {part!r} is a Python keyword, not a name",
-                where="--symbol",
-                hint=_SYMBOL_EXAMPLE,
-            )
-    return ".".join(parts[:-1]), parts[-1]
 
 
 def version(text: str, where: str) -> Version:
@@ -126,7 +73,8 @@ def at_least(value: float, minimum: float, where: str) -> None:
         )
 
 
-def _requirement(text: str, where: str, example: str) -> Requirement:
+def requirement(text: str, where: str, example: str) -> Requirement:
+    """``text`` as pip reads a requirement, or an error naming ``where`` with ``example``."""
     try:
         return Requirement(text)
     except InvalidRequirement as exc:

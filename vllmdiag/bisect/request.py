@@ -10,17 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vllmdiag import codec, redact
 from vllmdiag.envs.spec import default_python
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.window import args, index
-from vllmdiag.window.bisect_journal import SCHEMA
-from vllmdiag.window.consumers import nearby
-from vllmdiag.window.credentials import redact_url
-from vllmdiag.window.probe import check_python
-from vllmdiag.window.versions import candidates, parse_date
+from vllmdiag.pkgindex import arguments as args
+from vllmdiag.pkgindex import config, simple_api
+from vllmdiag.pkgindex.target_python import check_python
+from vllmdiag.pkgindex.versions import candidates, nearby, parse_date
+
+SCHEMA = 2  # of the journal: its header is a BisectQuestion
 
 if TYPE_CHECKING:
-    from vllmdiag.window.bisect_recipe import RecipeCell
+    from vllmdiag.bisect.recipe_cell import RecipeCell
 
 
 @dataclass(frozen=True)
@@ -41,27 +42,55 @@ class BisectRequest:
     recipe: Path | None = None  # the check is this recipe's cell ...
     cell: str | None = None  # ... run on its leg with PKG==V pinned
 
-    def identity(self) -> dict[str, object]:
-        return {
-            "schema": SCHEMA,
-            "package": self.package,
-            "good": self.good,
-            "bad": self.bad,
-            "command": list(self.command),
-            "python": self.python or default_python(),
-            "exclude_newer": self.exclude_newer,
-            "with": sorted(self.with_requirements),
-            "repeat": self.repeat,
-            "metric": self.metric,
-            "threshold": self.threshold,
-            "pre": self.pre,
-            "index": redact_url(index.configured_index()),
-        }
+
+@dataclass(frozen=True)
+class BisectQuestion:
+    """What makes two bisects the same question (and so share a journal): the journal's
+    header. The index is named redacted; a recipe check adds the recipe, its content's
+    digest and the cell."""
+
+    package: str
+    good: str
+    bad: str
+    command: tuple[str, ...]
+    python: str
+    exclude_newer: str | None
+    with_requirements: tuple[str, ...]
+    repeat: int
+    metric: str | None
+    threshold: float | None
+    pre: bool
+    index: str
+    recipe: str | None = None
+    recipe_digest: str | None = None
+    cell: str | None = None
+    schema: int = SCHEMA
+
+    @property
+    def key(self) -> str:
+        """The journal's directory name."""
+        blob = json.dumps(codec.dump(self), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def journal_key(identity: dict[str, object]) -> str:
-    blob = json.dumps(identity, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+def question(req: BisectRequest, target: RecipeCell | None) -> BisectQuestion:
+    return BisectQuestion(
+        package=req.package,
+        good=req.good,
+        bad=req.bad,
+        command=req.command,
+        python=req.python or default_python(),
+        exclude_newer=req.exclude_newer,
+        with_requirements=tuple(sorted(req.with_requirements)),
+        repeat=req.repeat,
+        metric=req.metric,
+        threshold=req.threshold,
+        pre=req.pre,
+        index=redact.url(config.configured_index()),
+        recipe=str(target.path) if target else None,
+        recipe_digest=target.digest if target else None,
+        cell=target.cell if target else None,
+    )
 
 
 def validate(req: BisectRequest) -> RecipeCell | None:
@@ -120,7 +149,7 @@ def validate(req: BisectRequest) -> RecipeCell | None:
             "--python, --exclude-newer, --with and --timeout come from the recipe here",
             hint="a recipe cell runs on its own leg with PKG==V pinned; edit the recipe",
         )
-    from vllmdiag.window.bisect_recipe import RecipeCell
+    from vllmdiag.bisect.recipe_cell import RecipeCell
 
     assert req.cell is not None
     return RecipeCell.load(req.recipe, req.cell)
@@ -133,7 +162,7 @@ def bisect_versions(req: BisectRequest) -> list[str]:
     good, bad = args.version(req.good, "--good"), args.version(req.bad, "--bad")
     lo, hi = min(good, bad), max(good, bad)
     when = parse_date(req.exclude_newer) if req.exclude_newer else None
-    proj = index.project(pkg.name, where="PKG")
+    proj = simple_api.project(pkg.name, where="PKG")
     found = [
         c.version
         for c in candidates(

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from vllmdiag.window.ast_lines import SCOPES, lines_matching, near_lines
+from vllmdiag.pkgindex.ast_lines import SCOPES, lines_matching, near_lines
 
 _DYNAMIC_CALLS = {"globals", "vars", "exec", "eval"}
 _NON_SUPPRESSING = {"catch_warnings"}

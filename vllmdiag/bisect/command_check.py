@@ -1,0 +1,77 @@
+"""The command check of ``bisect`` (``-- CMD...``): each step installs ``PKG==V`` (and
+``--with``) into a cached env and runs the command in it, ``--repeat`` times. Exit codes
+follow ``git bisect run``; with ``--metric``, the value is read from the command's output.
+
+What a step installed (or why it could not) is written beside the journal, with the index
+redacted; uv's own log is not kept (it would hold the index's password).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from vllmdiag import atomic, proc, redact
+from vllmdiag.bisect.request import BisectRequest
+from vllmdiag.bisect.results import CheckRun, Step
+from vllmdiag.bisect.search import StepVerdict, verdict_for_rc
+from vllmdiag.envs.cache import EnvCache
+from vllmdiag.envs.spec import LegSpec
+from vllmdiag.errors import EnvError, ProcessError
+from vllmdiag.pkgindex import config
+
+_NUMBER = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+
+
+def command_runs(
+    req: BisectRequest, requirement: str, version: str, logs: Path
+) -> list[CheckRun] | Step:
+    """The check's runs on ``requirement==version``; a SKIP step when the env could not
+    be built."""
+    configured = config.configured_index()
+    leg = LegSpec(
+        name=f"bisect {requirement}=={version}",
+        requirements=(f"{requirement}=={version}", *req.with_requirements),
+        python=req.python,
+        exclude_newer=req.exclude_newer,
+        index_url=config.custom_index(),
+    )
+    install_log = logs / f"{version}.install.log"
+    try:
+        # No log to the env cache: it would write uv's command line, index password and
+        # all. What the step installed is written here instead.
+        env = EnvCache().ensure(leg)
+    except (EnvError, ProcessError) as exc:
+        said = redact.text(exc.message)
+        atomic.write_text(install_log, f"install failed ({redact.url(configured)}):\n{said}\n")
+        return Step(version, StepVerdict.SKIP, None, 0.0, detail="install failed: " + said[-1500:])
+    atomic.write_text(
+        install_log,
+        f"env {env.path} (index {redact.url(configured)})\n" + "\n".join(env.freeze) + "\n",
+    )
+    runs: list[CheckRun] = []
+    for i in range(max(1, req.repeat)):
+        log = logs / f"{version}.run{i}.log"
+        log.unlink(missing_ok=True)
+        done = proc.run(
+            req.command, env=env.child_environ(proc.clean_environ()), log=log, timeout=req.timeout_s
+        )
+        if done.interrupted:
+            raise KeyboardInterrupt
+        rc = None if done.timed_out else done.rc
+        value = None
+        if req.metric is not None and rc == 0:
+            value = read_metric(log.read_text(errors="replace"), req.metric)
+        runs.append(CheckRun(rc, verdict_for_rc(rc), value))
+    return runs
+
+
+def read_metric(text: str, name: str) -> float | None:
+    """The last value of ``name`` in a check's output: ``name=1.5``, ``name: 1.5`` or a
+    JSON object with that key."""
+    last: float | None = None
+    pattern = re.compile(rf"(?:^|[\s,{{\"']){re.escape(name)}[\"']?\s*[:=]\s*{_NUMBER}")
+    for line in text.splitlines():
+        for m in pattern.finditer(line):
+            last = float(m.group(1))
+    return last
