@@ -14,8 +14,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from vllmdiag import codec
 from vllmdiag.cli.app import app
-from vllmdiag.compare import compare, load_table, to_json
+from vllmdiag.compare import compare, load_table, report
 from vllmdiag.compare.cells import parse_number
 from vllmdiag.compare.grids import RawTable, delimited_tables
 
@@ -152,7 +153,7 @@ def test_cli_json_and_markdown(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     expected = compare(load_table(B200), load_table(H200), names=("B200", "H200"))
-    assert data == to_json(expected)
+    assert data == codec.dump(report(expected))
     row = data["rows"][0]
     assert list(row)[:7] == ["model", "workload", "comparison", "a", "b", "factor", "transfers"]
     assert row == {
@@ -165,6 +166,8 @@ def test_cli_json_and_markdown(tmp_path: Path) -> None:
         "transfers": True,
         "agreement": False,
         "borderline": False,
+        "a_missing": None,
+        "b_missing": None,
     }
     assert len(data["differs"]) == 11 and len(data["agreements"]) == 2
     assert data["agreements"][0]["text"].startswith(

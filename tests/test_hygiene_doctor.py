@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.envs import Env, EnvCache, LegSpec
 from vllmdiag.envs.uvtool import uv
@@ -154,7 +155,7 @@ def test_omni_contaminated_leg(tmp_path: Path) -> None:
     assert "flashinfer-jit-cache 0.6.6+cu130 does not match flashinfer-python 0.6.14" in text
     warn = {f.code for f in report.findings if f.severity == "warning"}
     assert "debug-usage-stats" in warn
-    j = report.to_json()
+    j = codec.dump(report)
     assert j["contaminated"] is True and j["leg"] == "omni"
 
 

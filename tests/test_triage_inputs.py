@@ -106,7 +106,7 @@ def test_a_passed_cell_is_reported_as_passed(tmp_path: Path) -> None:
     att = attribute([tmp_path])
     assert att.passed == ("ok",)
     assert [g.members for g in att.groups] == [("broken",)]
-    assert [m for m, _ in att.unattributed] == ["unknown"]
+    assert [u.member for u in att.unattributed] == ["unknown"]
     res = CliRunner().invoke(app, ["triage", str(tmp_path)], terminal_width=200)
     assert res.exit_code == 0, res.output
     assert "passed ok" in res.output and "no root cause ok" not in res.output

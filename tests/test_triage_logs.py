@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.errors import ConfigError
 from vllmdiag.triage import Catalogue, attribute, triage_file
@@ -30,7 +31,7 @@ def test_engine_core_root_cause_beats_the_parent_wrapper() -> None:
     # logged by vLLM and printed again by multiprocessing: one traceback, not two
     assert t.tracebacks == 2
     assert t.vllm_version == "0.18.0"
-    j = t.to_json()
+    j = codec.dump(t)
     assert set(j["root_cause"]) >= {"type", "message", "process", "signature", "known", "next_step"}
     assert j["tracebacks"] == 2 and isinstance(j["wrappers"], list)
 
@@ -170,7 +171,7 @@ def test_attribution_two_root_causes_not_three(tmp_path: Path) -> None:
     assert "vllm-0.18.0/gemma-4-26B/run.log" in att.groups[1].members
     # two signatures in group A (the model types differ), one in group B
     assert len(att.groups[1].signatures) == 2
-    j = att.to_json()
+    j = codec.dump(att)
     assert set(j["groups"][0]) >= {"signature", "known", "members", "next_step"}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag import proc
+from vllmdiag import codec, proc
 from vllmdiag.triage import Catalogue, triage_file
 from vllmdiag.triage.origin import classify
 
@@ -122,4 +122,4 @@ def test_no_frame_in_view_is_unknown(tmp_path: Path) -> None:
         None,
         "exception-line",
     )
-    assert rc.to_json()["origin"] == "unknown" and not rc.is_tool_error
+    assert codec.dump(rc)["origin"] == "unknown" and not rc.is_tool_error

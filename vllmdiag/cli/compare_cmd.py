@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from vllmdiag import atomic
+from vllmdiag import atomic, codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.compare import Comparison, compare, load_table, parse_pair, to_json, to_markdown
+from vllmdiag.compare import Comparison, compare, load_table, parse_pair, report, to_markdown
 from vllmdiag.compare.model import Direction, label
 from vllmdiag.compare.report import agreement_text, ratio_text
 from vllmdiag.compare.transfer import Compared, Settings
@@ -109,7 +109,7 @@ def compare_cmd(
         if md is not None:
             _write(md, to_markdown(result))
         if as_json:
-            emit_json(to_json(result))
+            emit_json(codec.dump(report(result)))
         else:
             _render(human(as_json), result)
         if md is not None:

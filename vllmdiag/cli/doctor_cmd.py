@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
 from vllmdiag.errors import VllmdiagError
@@ -95,9 +96,9 @@ def doctor_cmd(
             reports.append(doctor(built, run_env, check_gpu=not no_gpu))
         if as_json:
             emit_json(
-                reports[0].to_json()
+                codec.dump(reports[0])
                 if len(reports) == 1
-                else {"legs": [r.to_json() for r in reports]}
+                else {"legs": codec.dump(tuple(reports))}
             )
         else:
             for r in reports:
@@ -117,7 +118,7 @@ def _show(r: DoctorReport, out: Console) -> None:
         text = plain(f.message)
         if f.hint and f.severity not in ("ok", "skipped"):
             text.append(f"\n→ {f.hint}", style="dim")
-        table.add_row(plain(f.severity, _STYLE.get(f.severity, "")), plain(f.code), text)
+        table.add_row(plain(f.severity.value, _STYLE.get(f.severity, "")), plain(f.code), text)
     out.print(table)
 
 

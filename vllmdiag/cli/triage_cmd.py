@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
@@ -68,19 +69,13 @@ def triage(
         single = len(logs) == 1 and (logs[0] == STDIN or not Path(logs[0]).is_dir())
         if single:
             if as_json:
-                emit_json({**results[0].to_json(), "warnings": warnings})
+                emit_json({**codec.dump(results[0]), "warnings": warnings})
             else:
                 _show_one(out, results[0])
             return
         attribution = group(results, labels)
         if as_json:
-            emit_json(
-                {
-                    **attribution.to_json(),
-                    "logs": [r.to_json() for r in results],
-                    "warnings": warnings,
-                }
-            )
+            emit_json({**codec.dump(attribution), "warnings": warnings})
             return
         table = Table(title=f"root causes of {len(results)} logs", title_justify="left")
         for col in ("#", "root cause", "known", "members", "next step"):
@@ -96,8 +91,9 @@ def triage(
         out.print(table)
         for member in attribution.passed:
             out.print(f"[green]passed[/] {escape(member)}", highlight=False)
-        for member, note in attribution.unattributed:
-            out.print(f"[yellow]no root cause[/] {escape(member)}: {escape(note)}", highlight=False)
+        for u in attribution.unattributed:
+            line = f"[yellow]no root cause[/] {escape(u.member)}: {escape(u.note)}"
+            out.print(line, highlight=False)
 
 
 def _triage_all(

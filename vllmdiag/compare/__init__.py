@@ -9,7 +9,7 @@ Reading (:mod:`load`, :mod:`grids`, :mod:`columns`, :mod:`results`) produces a f
 from vllmdiag.compare.crosscheck import Note
 from vllmdiag.compare.load import load_table
 from vllmdiag.compare.model import Measurement, Number, ResultTable, Row
-from vllmdiag.compare.report import to_json, to_markdown
+from vllmdiag.compare.report import CompareReport, report, to_markdown
 from vllmdiag.compare.results import ResultPoint, table_from_results
 from vllmdiag.compare.transfer import (
     Compared,
@@ -22,6 +22,7 @@ from vllmdiag.compare.transfer import (
 )
 
 __all__ = [
+    "CompareReport",
     "Compared",
     "Comparison",
     "Measurement",
@@ -36,7 +37,7 @@ __all__ = [
     "default_pairs",
     "load_table",
     "parse_pair",
+    "report",
     "table_from_results",
-    "to_json",
     "to_markdown",
 ]

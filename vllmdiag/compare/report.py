@@ -1,8 +1,9 @@
-"""A comparison as JSON (``--json``) and as a Markdown summary (``--md``)."""
+"""A comparison as ``--json`` shows it (typed views, dumped by the codec) and as a
+Markdown summary (``--md``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict, dataclass
 
 from vllmdiag.compare.model import ResultTable, label
 from vllmdiag.compare.transfer import Compared, Comparison, Ratio
@@ -14,34 +15,99 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def row_json(r: Compared) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "model": r.model,
-        "workload": r.workload,
-        "comparison": r.pair.label,
-        "a": _r(r.a.value),
-        "b": _r(r.b.value),
-        "factor": _r(r.factor),
-        "transfers": r.transfers,
-        "agreement": r.agreement,
-        "borderline": r.borderline,
-    }
-    if r.a.missing:
-        out["a_missing"] = r.a.missing
-    if r.b.missing:
-        out["b_missing"] = r.b.missing
-    return out
+@dataclass(frozen=True)
+class RowView:
+    """One (model, workload, leg pair) as ``--json`` shows it; ``a_missing`` /
+    ``b_missing`` say why a side has no value."""
+
+    model: str
+    workload: str
+    comparison: str
+    a: float | None
+    b: float | None
+    factor: float | None
+    transfers: bool | None
+    agreement: bool
+    borderline: bool
+    a_missing: str | None = None
+    b_missing: str | None = None
+
+    @classmethod
+    def of(cls, r: Compared) -> RowView:
+        return cls(
+            r.model,
+            r.workload,
+            r.pair.label,
+            _r(r.a.value),
+            _r(r.b.value),
+            _r(r.factor),
+            r.transfers,
+            r.agreement,
+            r.borderline,
+            r.a.missing or None,
+            r.b.missing or None,
+        )
 
 
-def _side(t: ResultTable, name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "source": t.source,
-        "table": t.title,
-        "where": t.where,
-        "legs": list(t.legs),
-        "rows": len(t.rows),
-    }
+@dataclass(frozen=True)
+class AgreementView(RowView):
+    """A row that lands alike on both sides, and the sentence that says so."""
+
+    within_pct: float | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class SideView:
+    name: str
+    source: str
+    table: str
+    where: str
+    legs: tuple[str, ...]
+    rows: int
+
+
+@dataclass(frozen=True)
+class SettingsView:
+    factor: float
+    noise: float
+    agree: float
+
+
+@dataclass(frozen=True)
+class OnlyInView:
+    model: str
+    workload: str
+    where: str
+
+
+@dataclass(frozen=True)
+class NoteView:
+    kind: str
+    where: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    """What ``vllmdiag compare --json`` prints."""
+
+    schema: int
+    sides: dict[str, SideView]
+    direction: str
+    direction_from: str
+    settings: SettingsView
+    pairs: tuple[str, ...]
+    rows: tuple[RowView, ...]
+    differs: tuple[RowView, ...]
+    agreements: tuple[AgreementView, ...]
+    only_in_a: tuple[OnlyInView, ...]
+    only_in_b: tuple[OnlyInView, ...]
+    notes: tuple[NoteView, ...]
+
+
+def _side(t: ResultTable, name: str) -> SideView:
+    return SideView(name, t.source, t.title, t.where, tuple(t.legs), len(t.rows))
 
 
 def agreement_text(r: Compared, names: tuple[str, str]) -> str:
@@ -60,34 +126,35 @@ def ratio_text(ratio: Ratio) -> str:
     return "—" if ratio.value is None else f"{ratio.value:.2f}x"
 
 
-def to_json(c: Comparison) -> dict[str, Any]:
+def report(c: Comparison) -> CompareReport:
+    """The comparison as ``--json`` shows it (dumped by :mod:`vllmdiag.codec`)."""
     names = c.names
     s = c.settings
-    return {
-        "schema": SCHEMA,
-        "sides": {"a": _side(c.a, names[0]), "b": _side(c.b, names[1])},
-        "direction": c.direction,
-        "direction_from": c.direction_text(),
-        "settings": {"factor": s.factor, "noise": s.noise, "agree": s.agree},
-        "pairs": [p.label for p in c.pairs],
-        "rows": [row_json(r) for r in c.rows],
-        "differs": [row_json(r) for r in c.differs()],
-        "agreements": [
-            {**row_json(r), "within_pct": _r(r.within_pct), "text": agreement_text(r, names)}
+
+    def only(side: str) -> tuple[OnlyInView, ...]:
+        return tuple(OnlyInView(o.model, o.workload, o.where) for o in c.only_in if o.side == side)
+
+    return CompareReport(
+        schema=SCHEMA,
+        sides={"a": _side(c.a, names[0]), "b": _side(c.b, names[1])},
+        direction=c.direction,
+        direction_from=c.direction_text(),
+        settings=SettingsView(s.factor, s.noise, s.agree),
+        pairs=tuple(p.label for p in c.pairs),
+        rows=tuple(RowView.of(r) for r in c.rows),
+        differs=tuple(RowView.of(r) for r in c.differs()),
+        agreements=tuple(
+            AgreementView(
+                **asdict(RowView.of(r)),
+                within_pct=_r(r.within_pct),
+                text=agreement_text(r, names),
+            )
             for r in c.agreements()
-        ],
-        "only_in_a": [
-            {"model": o.model, "workload": o.workload, "where": o.where}
-            for o in c.only_in
-            if o.side == "A"
-        ],
-        "only_in_b": [
-            {"model": o.model, "workload": o.workload, "where": o.where}
-            for o in c.only_in
-            if o.side == "B"
-        ],
-        "notes": [{"kind": n.kind, "where": n.where, "message": n.message} for n in c.notes],
-    }
+        ),
+        only_in_a=only("A"),
+        only_in_b=only("B"),
+        notes=tuple(NoteView(n.kind, n.where, n.message) for n in c.notes),
+    )
 
 
 def _md(text: str) -> str:

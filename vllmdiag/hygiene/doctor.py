@@ -88,7 +88,7 @@ def doctor(
 def require_clean(report: DoctorReport, *, allow_contaminated: bool = False) -> None:
     """Stop before a matrix runs on a contaminated leg, unless the user overrode it.
 
-    Either way the caller records ``report.to_json()`` in the run's manifest."""
+    Either way the caller records the report in the run's manifest."""
     if report.contaminated and not allow_contaminated:
         raise EnvError(
             "the leg is contaminated: " + "; ".join(report.reasons()),

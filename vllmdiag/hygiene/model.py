@@ -1,14 +1,22 @@
-"""What ``doctor`` finds in a leg: frozen values with ``to_json()``."""
+"""What ``doctor`` finds in a leg: frozen values (JSON through :mod:`vllmdiag.codec`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
 
-CONTAMINATED = "contaminated"
-WARNING = "warning"
-OK = "ok"
-SKIPPED = "skipped"
+
+class Severity(str, Enum):
+    CONTAMINATED = "contaminated"
+    WARNING = "warning"
+    OK = "ok"
+    SKIPPED = "skipped"
+
+
+CONTAMINATED = Severity.CONTAMINATED
+WARNING = Severity.WARNING
+OK = Severity.OK
+SKIPPED = Severity.SKIPPED
 
 
 @dataclass(frozen=True)
@@ -17,18 +25,10 @@ class Finding:
     unless overridden), warning, ok (checked and clean), or skipped (not checked, and
     the message says why: never reported as clean)."""
 
-    severity: str
+    severity: Severity
     code: str
     message: str
     hint: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "severity": self.severity,
-            "code": self.code,
-            "message": self.message,
-            "hint": self.hint,
-        }
 
 
 @dataclass(frozen=True)
@@ -38,21 +38,13 @@ class DoctorReport:
     findings: tuple[Finding, ...]
     vllm: str | None = None
     known_env_vars: int | None = None
+    #: Any finding that makes numbers from this leg unclean (kept, so the JSON says it).
+    contaminated: bool = False
 
-    @property
-    def contaminated(self) -> bool:
-        return any(f.severity == CONTAMINATED for f in self.findings)
+    def __post_init__(self) -> None:
+        dirty = any(f.severity == CONTAMINATED for f in self.findings)
+        object.__setattr__(self, "contaminated", dirty)
 
     def reasons(self) -> list[str]:
         """The contamination findings, one line each (for a manifest or an error)."""
         return [f"{f.code}: {f.message}" for f in self.findings if f.severity == CONTAMINATED]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "leg": self.leg,
-            "path": self.path,
-            "vllm": self.vllm,
-            "contaminated": self.contaminated,
-            "known_env_vars": self.known_env_vars,
-            "findings": [f.to_json() for f in self.findings],
-        }

@@ -49,7 +49,7 @@ class HygieneSummary:
 
     def lines(self) -> list[str]:
         return [
-            f"{leg}: {f.severity}: {f.message}"
+            f"{leg}: {f.severity.value}: {f.message}"
             for leg, r in self.per_leg.items()
             for f in r.findings
             if f.severity in (CONTAMINATED, WARNING)

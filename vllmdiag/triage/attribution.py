@@ -9,7 +9,7 @@ from pathlib import Path
 
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.catalogue import Catalogue
-from vllmdiag.triage.model import Attribution, Group, LogTriage
+from vllmdiag.triage.model import Attribution, Group, LogTriage, Unattributed
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
 SKIP_NAMES = frozenset({"summary.txt"})
@@ -83,7 +83,7 @@ def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) ->
     recorded as passed is listed as passed, whatever its log shows."""
     name = dict(labels or {})
     buckets: dict[str, list[LogTriage]] = {}
-    unattributed: list[tuple[str, str]] = []
+    unattributed: list[Unattributed] = []
     passed: list[str] = []
     for log in logs:
         if log.passed:
@@ -91,7 +91,9 @@ def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) ->
             continue
         rc = log.root_cause
         if rc is None:
-            unattributed.append((name.get(log.path, log.path), log.note or "no root cause found"))
+            unattributed.append(
+                Unattributed(name.get(log.path, log.path), log.note or "no root cause found")
+            )
             continue
         key = f"known:{rc.known}" if rc.known else f"sig:{rc.signature}"
         buckets.setdefault(key, []).append(log)

@@ -1,9 +1,9 @@
-"""What triage returns: frozen values with a ``to_json()``."""
+"""What triage returns: frozen values (their JSON comes from :mod:`vllmdiag.codec`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from vllmdiag.triage.deaths import Death
 from vllmdiag.triage.origin import Origin
@@ -41,24 +41,6 @@ class RootCause:
         """The failure lies in vllmdiag's own code: the cell is an ERROR, not a FAIL."""
         return self.origin == "tool"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "message": self.message,
-            "process": self.process,
-            "signature": self.signature,
-            "known": self.known,
-            "next_step": self.next_step,
-            "meaning": self.meaning,
-            "lines": list(self.lines),
-            "reason": self.reason,
-            "frames": list(self.frames),
-            "evidence": self.evidence,
-            "origin": self.origin,
-            "package": self.package,
-            "advice": self.advice,
-        }
-
 
 @dataclass(frozen=True)
 class Skipped:
@@ -69,15 +51,6 @@ class Skipped:
     process: str
     line: int
     why: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "message": self.message,
-            "process": self.process,
-            "line": self.line,
-            "why": self.why,
-        }
 
 
 @dataclass(frozen=True)
@@ -97,20 +70,6 @@ class LogTriage:
     def passed(self) -> bool:
         return self.outcome == "pass"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "root_cause": self.root_cause.to_json() if self.root_cause else None,
-            "wrappers": [w.to_json() for w in self.wrappers],
-            "tracebacks": self.tracebacks,
-            "benign": [b.to_json() for b in self.benign],
-            "note": self.note,
-            "vllm_version": self.vllm_version,
-            "truncated": self.truncated,
-            "lines": self.lines,
-            "outcome": self.outcome,
-        }
-
 
 @dataclass(frozen=True)
 class Group:
@@ -123,30 +82,21 @@ class Group:
     meaning: str | None = None
     signatures: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "signature": self.signature,
-            "known": self.known,
-            "members": list(self.members),
-            "next_step": self.next_step,
-            "meaning": self.meaning,
-            "signatures": list(self.signatures),
-        }
+
+@dataclass(frozen=True)
+class Unattributed:
+    """A log (or cell) in which no root cause was found, and what was found instead."""
+
+    member: str
+    note: str
 
 
 @dataclass(frozen=True)
 class Attribution:
     groups: tuple[Group, ...]
-    unattributed: tuple[tuple[str, str], ...] = ()  # (member, note): no root cause found
+    unattributed: tuple[Unattributed, ...] = ()
     logs: tuple[LogTriage, ...] = ()
     passed: tuple[str, ...] = ()  # cells of a run directory whose outcome is pass
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "groups": [g.to_json() for g in self.groups],
-            "unattributed": [{"member": m, "note": n} for m, n in self.unattributed],
-            "passed": list(self.passed),
-        }
 
 
 @dataclass(frozen=True)
