@@ -82,6 +82,8 @@ _WORDS = frozenset(
     }
 )
 _SUFFIXES = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "APIKEY")
+#: Words that end like a secret and are not one (``TIKTOKEN_CACHE_DIR``).
+_PLAIN_WORDS = frozenset({"TIKTOKEN"})
 _ENV_KEY = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # A scheme starts where no scheme character precedes it and is short: each position is
 # tried once, so a megabyte of "a.a.a..." is scanned in linear time.
@@ -89,7 +91,8 @@ _URL_AUTH = re.compile(
     r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://)(?P<info>[^\s/?#@\"']+)@"
 )
 _QUERY = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.-]+)=(?P<value>[^&#\s\"']+)")
-_ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s\"',;]+)")
+# ``NAME=value``, never a pin (``tiktoken==0.12.0``: ``=`` cannot start the value).
+_ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s\"',;=][^\s\"',;]*)")
 _BEARER = re.compile(r"(?i)\b(?P<kind>bearer)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
 _MIN_KNOWN = 8  # shorter "secrets" ("1", "true") would mask half a report
 _PLAIN_USERS = frozenset({"git", "hg", "anonymous"})
@@ -99,7 +102,7 @@ _remembered: set[str] = set()
 
 def is_secret_name(name: str) -> bool:
     parts = [p for p in re.split(r"[^A-Za-z0-9]+", name.upper()) if p]
-    return any(p in _WORDS or p.endswith(_SUFFIXES) for p in parts)
+    return any(p in _WORDS or (p.endswith(_SUFFIXES) and p not in _PLAIN_WORDS) for p in parts)
 
 
 def remember(values: Iterable[str]) -> None:
