@@ -54,8 +54,8 @@ def draft_report(request: ReportRequest, observer: Observer[Note] = ignore) -> R
     runs = [load_run(path, warn) for path in dict.fromkeys(request.runs)]
     case = find_case(runs)
     decision = target.choose(case, window)
-    raw = _sections(case, runs, decision, window, profile)
     redactor = Redactor(hosts=[h for run in runs for h in run.hosts])
+    raw = _sections(case, runs, decision, window, profile, redactor)
     sections = tuple(
         Section(sid, compose.TITLES[sid], redactor(_local(case, text))) for sid, text in raw
     )
@@ -78,6 +78,7 @@ def _sections(
     decision: target.Decision,
     window: WindowResult | None,
     profile: profile_section.ProfileEvidence | None,
+    redactor: Redactor,
 ) -> list[tuple[SectionId, str]]:
     env_body = (
         environment.section(case.env, case.run.cell_env.get(case.cell.id, {}))
@@ -88,7 +89,15 @@ def _sections(
     found: list[tuple[SectionId, str | None]] = [
         (SectionId.SUMMARY, summary.paragraph(case, decision, window)),
         (SectionId.ENVIRONMENT, env_body),
-        (SectionId.REPRODUCTION, repro.section(case, decision.consumer, package)),
+        (
+            SectionId.REPRODUCTION,
+            repro.section(
+                case,
+                decision.consumer,
+                package,
+                lambda word: redactor(_local(case, word), premasked=False),
+            ),
+        ),
         (SectionId.ROOT_CAUSE, rootcause.section(case)),
         (SectionId.EVIDENCE, evidence.section(case)),
         (SectionId.WINDOW, window_section.section(window, decision.consumer) if window else None),

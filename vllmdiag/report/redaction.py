@@ -48,10 +48,13 @@ class Redactor:
         )
         self.homes = tuple(h for h in {_own_home()} if h and h != "/")
 
-    def __call__(self, text: str) -> str:
-        url_masks = len(_PREMASKED_URL.findall(text))
-        self.tally[redact.URL_CREDENTIAL] += url_masks
-        self.tally[redact.SECRET] += len(_PREMASKED.findall(text)) - url_masks
+    def __call__(self, text: str, *, premasked: bool = True) -> str:
+        """``text`` redacted; ``premasked``: count the masks it already holds (off for
+        a word that is redacted again, counted, inside the text it goes into)."""
+        if premasked:
+            url_masks = len(_PREMASKED_URL.findall(text))
+            self.tally[redact.URL_CREDENTIAL] += url_masks
+            self.tally[redact.SECRET] += len(_PREMASKED.findall(text)) - url_masks
         out = redact.text(text, tally=self.tally)
         out = _TOKEN.sub(self._count(redact.SECRET, redact.MASK), out)
         homes = {*self.homes, *_HOMES.findall(out)}

@@ -11,7 +11,7 @@ them (the leg's venv → ``.venv``, a script → its copy, the cell's output dir
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,14 +32,21 @@ EMBED_MAX_BYTES = 64 * 1024
 SYSTEM = ("", "/usr", "/usr/local", "/opt/conda")
 
 
+def _same(value: str) -> str:
+    return value
+
+
 @dataclass
 class Script:
-    """What one reproduction block is made of, built up as the commands are rewritten."""
+    """What one reproduction block is made of, built up as the commands are rewritten.
+    ``clean`` redacts one word of a command before it is quoted for the shell (a
+    ``<host>`` written unquoted would be a redirection)."""
 
     lines: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)  # name → content
     notes: list[str] = field(default_factory=list)
     out_dir: bool = False
+    clean: Callable[[str], str] = _same
 
 
 def python_minor(env: EnvRecord) -> str | None:
@@ -108,8 +115,8 @@ def command(
         if redact.MASK in value:
             hidden.append(name)
         else:
-            assigns.append(f"{name}={shlex.quote(value)}")
-    line = " ".join([*assigns, _join(tokens)])
+            assigns.append(f"{name}={_word(script.clean(value))}")
+    line = " ".join([*assigns, *(_word(script.clean(t)) for t in tokens)])
     if hidden:
         names = ", ".join(hidden)
         line = f"# also set when it ran (values withheld: set your own): {names}\n{line}"
@@ -181,18 +188,32 @@ def _join(tokens: Sequence[str]) -> str:
     return " ".join(shlex.quote(t) for t in tokens)
 
 
+def _word(value: str) -> str:
+    """One redacted word for the shell: quoted, a home path kept as ``"$HOME"/...``."""
+    if value == "~" or value.startswith("~/"):
+        rest = value[2:]
+        return '"$HOME"' + (f"/{shlex.quote(rest)}" if rest else "")
+    return shlex.quote(value)
+
+
 def fix_install(run: RunEvidence, leg: str, pins: Sequence[str]) -> str:
     install = ["uv", "pip", "install", "--python", f"{VENV}/bin/python", *index_args(run, leg)]
     return _join([*install, *pins])
 
 
-def section(case: Case, consumer: ConsumerReport | None, package: str | None) -> str | None:
+def section(
+    case: Case,
+    consumer: ConsumerReport | None,
+    package: str | None,
+    clean: Callable[[str], str] = _same,
+) -> str | None:
     """The reproduction: setup and the failing command, then the fix and the same
     command passing (a measured fix; else the window's suggested bound, said unmeasured)."""
     cell, env, run = case.cell, case.env, case.run
     if env is None or not cell.argv:
         return None
     script = setup(run, env)
+    script.clean = clean
     failing = command(script, run, cell, env)
     pins = freeze.read(env.freeze)
     what = (
@@ -209,7 +230,7 @@ def section(case: Case, consumer: ConsumerReport | None, package: str | None) ->
         "",
         f"It fails with {md.code(case.signature)} ({_ended(cell)}).",
     ]
-    fixed = _fixed(case, script, consumer, package)
+    fixed = _fixed(case, script, consumer, package, clean)
     if fixed is not None:
         out += ["", *fixed]
     if script.notes:
@@ -224,10 +245,14 @@ def _ended(cell: CellResult) -> str:
 
 
 def _fixed(
-    case: Case, script: Script, consumer: ConsumerReport | None, package: str | None
+    case: Case,
+    script: Script,
+    consumer: ConsumerReport | None,
+    package: str | None,
+    clean: Callable[[str], str],
 ) -> list[str] | None:
     fix, run = case.fix, case.run
-    second = Script()
+    second = Script(clean=clean)
     if fix is not None and fix.cell is not None:
         lines = [fix_install(run, case.cell.leg, fix.pins)] if fix.pins else []
         lines.append(command(second, run, fix.cell, fix.env))
