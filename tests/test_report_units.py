@@ -152,3 +152,24 @@ def test_the_target_follows_the_origin(
     t = target.choose(_case(origin, package, vllm=vllm), None).target
     assert (t.project, t.kind, t.template) == expected
     assert t.reason
+
+
+def test_the_traceback_excerpt_trims_a_long_one_and_holds_a_huge_line_short(
+    tmp_path: Path,
+) -> None:
+    from vllmdiag.report import rootcause
+
+    log = tmp_path / "log.txt"
+    frames = [f'(EngineCore pid=7)   File "/x/m{i}.py", line {i}, in f{i}' for i in range(100)]
+    lines = ["start", "y" * 5_000_000, "(EngineCore pid=7) Traceback (most recent call last):"]
+    lines += [*frames, "(EngineCore pid=7) ValueError: boom", "z" * 10_000]
+    log.write_text("\n".join(lines))
+    text = rootcause._excerpt(log, (3, 104))
+    assert text is not None
+    shown = text.splitlines()
+    assert shown[0] == "Traceback (most recent call last):" and shown[-1] == "ValueError: boom"
+    assert len(shown) == rootcause.HEAD + 1 + rootcause.TAIL
+    assert "(64 lines not shown)" in shown[rootcause.HEAD]
+    assert rootcause._excerpt(log, (2, 2)) == "y" * rootcause.LINE_MAX
+    assert rootcause._excerpt(log, (105, 105)) == "z" * rootcause.LINE_MAX  # no final newline
+    assert rootcause._excerpt(log, (500, 501)) is None

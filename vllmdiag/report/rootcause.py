@@ -5,6 +5,7 @@ prefixes removed, the middle trimmed when long), and its signature."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 
 from vllmdiag.model.outcome import CauseSummary, Outcome
@@ -14,6 +15,8 @@ from vllmdiag.triage.lines import normalise
 
 #: A traceback longer than this shows its first and last lines.
 HEAD, TAIL = 8, 30
+#: A log line is shown up to this many bytes.
+LINE_MAX = 4096
 _WHERE = {
     "vllm": "in vLLM's own code",
     "user": "in the workload's own code",
@@ -57,7 +60,8 @@ def _sentence(cause: CauseSummary) -> str:
 
 def _excerpt(log: Path, lines: tuple[int, int]) -> str | None:
     """Lines ``first..last`` of ``log`` (1-based), each stripped to its text; the middle
-    of a long traceback replaced by a count."""
+    of a long traceback replaced by a count. Read line by line, each held to
+    :data:`LINE_MAX` bytes, so a huge log or a huge line costs no memory."""
     first, last = lines
     if first < 1 or last < first:
         return None
@@ -65,18 +69,12 @@ def _excerpt(log: Path, lines: tuple[int, int]) -> str | None:
     tail: deque[str] = deque(maxlen=TAIL)
     seen = 0
     try:
-        with open(log, "rb") as fh:
-            for number, raw in enumerate(fh, start=1):
-                if number < first:
-                    continue
-                if number > last:
-                    break
-                text = normalise(raw.decode("utf-8", "replace").rstrip("\r\n"), number).text
-                seen += 1
-                if len(head) < HEAD:
-                    head.append(text)
-                else:
-                    tail.append(text)
+        for number, raw in _numbered(log, last):
+            if number < first:
+                continue
+            text = normalise(raw.decode("utf-8", "replace").rstrip("\r\n"), number).text
+            seen += 1
+            (head if len(head) < HEAD else tail).append(text)
     except OSError:
         return None
     if not seen:
@@ -84,3 +82,21 @@ def _excerpt(log: Path, lines: tuple[int, int]) -> str | None:
     hidden = seen - len(head) - len(tail)
     middle = [f"    ... ({md.plural(hidden, 'line')} not shown)"] if hidden > 0 else []
     return "\n".join([*head, *middle, *tail])
+
+
+def _numbered(log: Path, last: int) -> Iterator[tuple[int, bytes]]:
+    """(number, the line's first :data:`LINE_MAX` bytes) up to line ``last``."""
+    number, held, full = 1, b"", False
+    with open(log, "rb") as fh:
+        while number <= last:
+            chunk = fh.readline(LINE_MAX)
+            if not chunk:
+                if held:
+                    yield number, held
+                return
+            if not full:
+                held += chunk
+                full = len(held) >= LINE_MAX
+            if chunk.endswith(b"\n"):
+                yield number, held[:LINE_MAX]
+                number, held, full = number + 1, b"", False
