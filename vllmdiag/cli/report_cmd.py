@@ -24,7 +24,7 @@ def report(
     runs: Annotated[
         list[Path],
         typer.Argument(
-            metavar="RUN_DIR...",
+            metavar="RUN_DIR",
             help="Run directories 'vllmdiag matrix' wrote: the failing one first; more of "
             "the same recipe on other machines give the blast radius.",
             show_default=False,
@@ -50,14 +50,14 @@ def report(
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:
-    """Draft an upstream issue from run directories: where it goes and why, a
-    title, and a body in the target's template (vLLM's bug form for vLLM).
+    """Draft an upstream issue from what the runs measured.
 
-    Sections appear where there is evidence: the environment, a reproduction
-    that pastes and runs, the root cause, the single-variable evidence, the
-    dependency window, the blast radius, a profile, search terms. Secrets,
-    credentials in URLs, home paths, user and host names are redacted, and
-    the body ends with what was.
+    Where it goes and why, a title, and a body in the target's template
+    (vLLM's bug form for vLLM). Sections appear where there is evidence:
+    the environment, a reproduction that pastes and runs, the root cause,
+    the single-variable evidence, the dependency window, the blast radius,
+    a profile, search terms. Secrets, credentials in URLs, home paths, user
+    and host names are redacted, and the body ends with what was.
     """
     with user_errors():
         console = human(as_json)

@@ -12,7 +12,7 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.arms import Arm, ArmKind
 from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
 from vllmdiag.model.stack import EnvRecord
-from vllmdiag.model.verdict import BASELINE, ArmVerdict, Effect
+from vllmdiag.model.verdict import BASELINE, ArmVerdict, Effect, VerdictMode
 from vllmdiag.report.inputs import RunEvidence
 
 
@@ -60,13 +60,19 @@ def key(cell: CellResult) -> str:
 def find_case(runs: Sequence[RunEvidence]) -> Case:
     primary = next((run for run in runs if run.failing()), None)
     if primary is None:
+        metric = any(r.verdict is not None and r.verdict.mode is VerdictMode.METRIC for r in runs)
         raise VllmdiagError(
             "no cell failed in "
             + ("this run" if len(runs) == 1 else f"these {len(runs)} runs")
             + ": there is no failure to report",
             where=", ".join(str(r.path) for r in runs),
-            hint="report drafts an issue from a run with a failing cell (outcome fail or "
-            "timeout); an ERROR is vllmdiag's or the leg's problem, not a bug to file",
+            hint=(
+                "report drafts an issue from failing cells; for a slowdown, share the run's "
+                "summary.md and a 'vllmdiag profile diff'"
+                if metric
+                else "report drafts an issue from a run with a failing cell (outcome fail or "
+                "timeout); an ERROR is vllmdiag's or the leg's problem, not a bug to file"
+            ),
         )
     failing = primary.failing()
     baseline = Counter(key(r) for r in failing if r.arm == BASELINE)
