@@ -247,3 +247,24 @@ def test_a_run_without_a_failing_cell_has_nothing_to_report(tmp_path: Path, outc
         file.write_text(json.dumps(data))
     with pytest.raises(VllmdiagError, match="no cell failed in this run"):
         _draft(run)
+
+
+def test_a_log_outside_the_run_or_not_a_file_is_not_read(tmp_path: Path) -> None:
+    import os
+
+    run = shutil.copytree(CPU, tmp_path / "run")
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("\n".join(f"outside line {i}" for i in range(1, 30)))
+    for file in run.glob("cells/r1.baseline.*/result.json"):
+        data = json.loads(file.read_text())
+        data["log"] = str(outside)
+        file.write_text(json.dumps(data))
+    root = _body(_draft(run), SectionId.ROOT_CAUSE)
+    assert "outside line" not in root
+    assert "Frames, innermost last:" in root and "engine_start.py:24 in wrapper_module" in root
+
+    fifo = shutil.copytree(CPU, tmp_path / "fifo")
+    for log in fifo.glob("cells/r1.baseline.*/log.txt"):
+        log.unlink()
+        os.mkfifo(log)
+    assert "Frames, innermost last:" in _body(_draft(fifo), SectionId.ROOT_CAUSE)

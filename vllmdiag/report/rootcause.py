@@ -38,7 +38,8 @@ def section(case: Case) -> str | None:
             return f"The cell did not finish: {cell.reason or 'timeout'} ({cell.elapsed_s:.0f} s)."
         return None
     out = [f"**Signature:** {md.code(cause.signature)}", "", _sentence(cause)]
-    excerpt = _excerpt(Path(cell.log), cause.lines) if cause.lines and cell.log else None
+    log = _log(case)
+    excerpt = _excerpt(log, cause.lines) if cause.lines and log is not None else None
     if excerpt:
         first, last = cause.lines or (0, 0)
         out += ["", md.fence(excerpt, "text")]
@@ -46,6 +47,19 @@ def section(case: Case) -> str | None:
     elif cause.frames:
         out += ["", "Frames, innermost last:", "", md.fence("\n".join(cause.frames), "text")]
     return "\n".join(out)
+
+
+def _log(case: Case) -> Path | None:
+    """The cell's log, if it is a regular file inside the run directory (a result that
+    names a file elsewhere is not followed)."""
+    run = case.run.path.resolve()
+    named = Path(case.cell.log) if case.cell.log else run / "cells" / case.cell.id / "log.txt"
+    try:
+        log = named.resolve()
+        inside = log.is_relative_to(run) and log.is_file()
+    except OSError:
+        return None
+    return log if inside else None
 
 
 def _sentence(cause: CauseSummary) -> str:
