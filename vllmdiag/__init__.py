@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: Public name → the module that defines it.
+#: Public name → the module that defines it (``module:attr`` where the names differ: a
+#: package's name cannot also name a function here).
 _EXPORTS = {
     "codec": "vllmdiag",
     "VllmdiagError": "vllmdiag.errors",
@@ -34,7 +35,7 @@ _EXPORTS = {
     "Fingerprint": "vllmdiag.model.fingerprint",
     "CellPlan": "vllmdiag.plan",
     "MatrixPlan": "vllmdiag.plan",
-    "plan": "vllmdiag.plan",
+    "plan_matrix": "vllmdiag.plan:plan",
     "expand": "vllmdiag.plan",
     "find_cell": "vllmdiag.plan",
     "recipe_legs": "vllmdiag.plan",
@@ -52,6 +53,12 @@ _EXPORTS = {
     "triage_file": "vllmdiag.triage",
     "fingerprint_file": "vllmdiag.fingerprint",
     "fingerprint_diff": "vllmdiag.fingerprint",
+    "draft_report": "vllmdiag.report",
+    "ReportRequest": "vllmdiag.report",
+    "Report": "vllmdiag.report",
+    "find_window": "vllmdiag.window",
+    "bisect_releases": "vllmdiag.bisect",
+    "compare_tables": "vllmdiag.compare:compare",
 }
 
 __all__ = [
@@ -73,18 +80,24 @@ __all__ = [
     "MatrixReport",
     "Outcome",
     "Recipe",
+    "Report",
+    "ReportRequest",
     "RunOptions",
     "Verdict",
     "VllmdiagError",
+    "bisect_releases",
     "codec",
+    "compare_tables",
+    "draft_report",
     "expand",
     "find_cell",
+    "find_window",
     "fingerprint_diff",
     "fingerprint_file",
     "load_arm_library",
     "load_recipe",
     "measuring",
-    "plan",
+    "plan_matrix",
     "recipe_legs",
     "run_cells",
     "run_matrix",
@@ -98,13 +111,16 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'vllmdiag' has no attribute {name!r}")
     if module == "vllmdiag":
         return import_module(f"vllmdiag.{name}")
-    value = getattr(import_module(module), name)
+    module, _, attr = module.partition(":")
+    value = getattr(import_module(module), attr or name)
     globals()[name] = value
     return value
 
 
 if TYPE_CHECKING:
     from vllmdiag import codec
+    from vllmdiag.bisect import bisect_releases
+    from vllmdiag.compare import compare as compare_tables
     from vllmdiag.config import load_arm_library, load_recipe
     from vllmdiag.envs import EnvCache, LegSpec
     from vllmdiag.errors import ConfigError, EnvError, VllmdiagError
@@ -116,6 +132,9 @@ if TYPE_CHECKING:
     from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
     from vllmdiag.model.recipe import Recipe
     from vllmdiag.model.verdict import Effect, Verdict
-    from vllmdiag.plan import CellPlan, MatrixPlan, expand, find_cell, plan, recipe_legs
+    from vllmdiag.plan import CellPlan, MatrixPlan, expand, find_cell, recipe_legs
+    from vllmdiag.plan import plan as plan_matrix
+    from vllmdiag.report import Report, ReportRequest, draft_report
     from vllmdiag.runner import CellsReport, Executor, LocalExecutor, RunOptions, run_cells
     from vllmdiag.triage import triage_file
+    from vllmdiag.window import find_window

@@ -31,6 +31,11 @@ Shareable outputs (summaries, verdicts, reports others read):
   ``/Users/NAME`` and ``NAME@`` → ``<user>``.
 - :func:`shareable` / :func:`shareable_data` — :func:`text` + :func:`paths` +
   :func:`identity`, for a string or for JSON-shaped data.
+
+Counting (a report that says what it redacted): :func:`url`, :func:`text`,
+:func:`paths` and :func:`identity` take a ``tally`` (a ``Counter``) and add one per
+value they mask, by kind (:data:`SECRET`, :data:`URL_CREDENTIAL`, :data:`HOME_PATH`,
+:data:`USER_NAME`, :data:`HOST_NAME`).
 """
 
 from __future__ import annotations
@@ -39,12 +44,23 @@ import getpass
 import os
 import re
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 MASK = "***"
+
+#: Kinds of what is masked, as a tally counts them.
+SECRET = "secret"
+URL_CREDENTIAL = "url-credential"
+HOME_PATH = "home-path"
+USER_NAME = "user-name"
+HOST_NAME = "host-name"
+KINDS = (SECRET, URL_CREDENTIAL, HOME_PATH, USER_NAME, HOST_NAME)
+
+Tally = Counter[str]
 
 _WORDS = frozenset(
     {
@@ -66,6 +82,8 @@ _WORDS = frozenset(
     }
 )
 _SUFFIXES = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "APIKEY")
+#: Words that end like a secret and are not one (``TIKTOKEN_CACHE_DIR``).
+_PLAIN_WORDS = frozenset({"TIKTOKEN"})
 _ENV_KEY = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # A scheme starts where no scheme character precedes it and is short: each position is
 # tried once, so a megabyte of "a.a.a..." is scanned in linear time.
@@ -73,7 +91,8 @@ _URL_AUTH = re.compile(
     r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://)(?P<info>[^\s/?#@\"']+)@"
 )
 _QUERY = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.-]+)=(?P<value>[^&#\s\"']+)")
-_ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s\"',;]+)")
+# ``NAME=value``, never a pin (``tiktoken==0.12.0``: ``=`` cannot start the value).
+_ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s\"',;=][^\s\"',;]*)")
 _BEARER = re.compile(r"(?i)\b(?P<kind>bearer)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
 _MIN_KNOWN = 8  # shorter "secrets" ("1", "true") would mask half a report
 _PLAIN_USERS = frozenset({"git", "hg", "anonymous"})
@@ -83,7 +102,7 @@ _remembered: set[str] = set()
 
 def is_secret_name(name: str) -> bool:
     parts = [p for p in re.split(r"[^A-Za-z0-9]+", name.upper()) if p]
-    return any(p in _WORDS or p.endswith(_SUFFIXES) for p in parts)
+    return any(p in _WORDS or (p.endswith(_SUFFIXES) and p not in _PLAIN_WORDS) for p in parts)
 
 
 def remember(values: Iterable[str]) -> None:
@@ -109,8 +128,25 @@ def url_secrets(value: str) -> list[str]:
     return out
 
 
-def url(value: str) -> str:
-    return _QUERY.sub(_query_sub, _URL_AUTH.sub(_auth_sub, value))
+def url(value: str, *, tally: Tally | None = None) -> str:
+    out = _URL_AUTH.sub(_counting(_auth_sub, tally, URL_CREDENTIAL), value)
+    return _QUERY.sub(_counting(_query_sub, tally, SECRET), out)
+
+
+def _counting(
+    sub: Callable[[re.Match[str]], str], tally: Tally | None, kind: str
+) -> Callable[[re.Match[str]], str]:
+    """``sub``, adding one to ``tally[kind]`` for each match it changes."""
+    if tally is None:
+        return sub
+
+    def counted(m: re.Match[str]) -> str:
+        new = sub(m)
+        if new != m.group(0):
+            tally[kind] += 1
+        return new
+
+    return counted
 
 
 def _auth_sub(m: re.Match[str]) -> str:
@@ -134,14 +170,16 @@ def _assign_sub(m: re.Match[str]) -> str:
     return m.group(0)
 
 
-def text(value: str, *, known: Sequence[str] | None = None) -> str:
+def text(value: str, *, known: Sequence[str] | None = None, tally: Tally | None = None) -> str:
     if not value:
         return value
-    out = url(value)
-    out = _ASSIGN.sub(_assign_sub, out)
-    out = _BEARER.sub(lambda m: f"{m.group('kind')} {MASK}", out)
+    out = url(value, tally=tally)
+    out = _ASSIGN.sub(_counting(_assign_sub, tally, SECRET), out)
+    out = _BEARER.sub(_counting(lambda m: f"{m.group('kind')} {MASK}", tally, SECRET), out)
     for secret in _known() if known is None else known:
         if secret in out:
+            if tally is not None:
+                tally[SECRET] += out.count(secret)
             out = out.replace(secret, MASK)
     return out
 
@@ -206,16 +244,26 @@ def data(obj: Any, *, known: Sequence[str] | None = None) -> Any:
     return obj
 
 
-def paths(value: str, *, base: Path | None = None) -> str:
+def paths(
+    value: str,
+    *,
+    base: Path | None = None,
+    homes: Iterable[str] = (),
+    tally: Tally | None = None,
+) -> str:
+    """The home directory (and each of ``homes``) → ``~``; with ``base``, paths under it
+    relative."""
     out = value
     if base is not None:
         for root in dict.fromkeys((str(base.resolve()), str(base))):
             if root not in ("", ".", "/"):
                 out = out.replace(root.rstrip("/") + "/", "")
                 out = re.sub(re.escape(root.rstrip("/")) + r"(?![\w./-])", ".", out)
-    home = os.path.expanduser("~").rstrip("/")
-    if home:
-        out = re.sub(re.escape(home) + r"(?![\w.-])", "~", out)
+    found = [os.path.expanduser("~").rstrip("/"), *(h.rstrip("/") for h in homes)]
+    for home in sorted({h for h in found if h}, key=len, reverse=True):
+        out, n = re.subn(re.escape(home) + r"(?![\w.-])", "~", out)
+        if tally is not None:
+            tally[HOME_PATH] += n
     return out
 
 
@@ -228,15 +276,22 @@ def _who() -> tuple[str, str]:
     return user, socket.gethostname()
 
 
-def identity(value: str) -> str:
+def identity(value: str, *, tally: Tally | None = None) -> str:
     user, host = _who()
     out = value
     if host and host not in ("localhost", "") and len(host) >= 3:
-        out = re.sub(rf"\b{re.escape(host)}\b", "<host>", out)
+        out = _sub_count(rf"\b{re.escape(host)}\b", "<host>", out, tally, HOST_NAME)
     if user:
         u = re.escape(user)
-        out = re.sub(rf"(/home/|/Users/){u}\b", r"\1<user>", out)
-        out = re.sub(rf"(?<![\w.-]){u}@", "<user>@", out)
+        out = _sub_count(rf"(/home/|/Users/){u}\b", r"\1<user>", out, tally, USER_NAME)
+        out = _sub_count(rf"(?<![\w.-]){u}@", "<user>@", out, tally, USER_NAME)
+    return out
+
+
+def _sub_count(pattern: str, repl: str, value: str, tally: Tally | None, kind: str) -> str:
+    out, n = re.subn(pattern, repl, value)
+    if tally is not None:
+        tally[kind] += n
     return out
 
 

@@ -38,7 +38,7 @@ class LeftoversEnded:
 
 @dataclass(frozen=True)
 class EnvReady:
-    env: EnvRecord
+    record: EnvRecord
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,116 @@
+"""The root cause, as triage named it in the failing cell's log: the original exception
+in the process that failed first, its traceback cut from the log (process and logger
+prefixes removed, the middle trimmed when long), and its signature."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+from vllmdiag.model.outcome import CauseSummary, Outcome
+from vllmdiag.report import md
+from vllmdiag.report.case import Case
+from vllmdiag.triage.lines import normalise
+
+#: A traceback longer than this shows its first and last lines.
+HEAD, TAIL = 8, 30
+#: A log line is shown up to this many bytes.
+LINE_MAX = 4096
+_WHERE = {
+    "vllm": "in vLLM's own code",
+    "user": "in the workload's own code",
+    "tool": "in vllmdiag's own code",
+    "unknown": "in code the log does not show",
+}
+_EVIDENCE = {
+    "traceback": "read from its traceback",
+    "exception-line": "read from the exception line (the log has no traceback header)",
+    "death-line": "read from the line saying the process died",
+    "wrapper-message": "read from the error a wrapper quotes (the original is not in the log)",
+}
+
+
+def section(case: Case) -> str | None:
+    cell, cause = case.cell, case.cause
+    if cause is None or cause.reader_error or not cause.signature:
+        if cell.outcome is Outcome.TIMEOUT:
+            return f"The cell did not finish: {cell.reason or 'timeout'} ({cell.elapsed_s:.0f} s)."
+        return None
+    out = [f"**Signature:** {md.code(cause.signature)}", "", _sentence(cause)]
+    log = _log(case)
+    excerpt = _excerpt(log, cause.lines) if cause.lines and log is not None else None
+    if excerpt:
+        first, last = cause.lines or (0, 0)
+        out += ["", md.fence(excerpt, "text")]
+        out += ["", f"(Lines {first}–{last} of the cell's log, process prefixes removed.)"]
+    elif cause.frames:
+        out += ["", "Frames, innermost last:", "", md.fence("\n".join(cause.frames), "text")]
+    return "\n".join(out)
+
+
+def _log(case: Case) -> Path | None:
+    """The cell's log, if it is a regular file inside the run directory (a result that
+    names a file elsewhere is not followed)."""
+    run = case.run.path.resolve()
+    named = Path(case.cell.log) if case.cell.log else run / "cells" / case.cell.id / "log.txt"
+    try:
+        log = named.resolve()
+        inside = log.is_relative_to(run) and log.is_file()
+    except OSError:
+        return None
+    return log if inside else None
+
+
+def _sentence(cause: CauseSummary) -> str:
+    where = _WHERE.get(cause.origin)
+    if where is None:
+        where = f"in {cause.package}'s code" if cause.package else "in a dependency's code"
+    frame = f" ({md.code(cause.frames[-1])})" if cause.frames else ""
+    process = f" in process {md.code(cause.process)}" if cause.process else ""
+    how = _EVIDENCE.get(cause.evidence or "", "")
+    return f"Raised{process}, {where}{frame}" + (f"; {how}." if how else ".")
+
+
+def _excerpt(log: Path, lines: tuple[int, int]) -> str | None:
+    """Lines ``first..last`` of ``log`` (1-based), each stripped to its text; the middle
+    of a long traceback replaced by a count. Read line by line, each held to
+    :data:`LINE_MAX` bytes, so a huge log or a huge line costs no memory."""
+    first, last = lines
+    if first < 1 or last < first:
+        return None
+    head: list[str] = []
+    tail: deque[str] = deque(maxlen=TAIL)
+    seen = 0
+    try:
+        for number, raw in _numbered(log, last):
+            if number < first:
+                continue
+            text = normalise(raw.decode("utf-8", "replace").rstrip("\r\n"), number).text
+            seen += 1
+            (head if len(head) < HEAD else tail).append(text)
+    except OSError:
+        return None
+    if not seen:
+        return None
+    hidden = seen - len(head) - len(tail)
+    middle = [f"    ... ({md.plural(hidden, 'line')} not shown)"] if hidden > 0 else []
+    return "\n".join([*head, *middle, *tail])
+
+
+def _numbered(log: Path, last: int) -> Iterator[tuple[int, bytes]]:
+    """(number, the line's first :data:`LINE_MAX` bytes) up to line ``last``."""
+    number, held, full = 1, b"", False
+    with open(log, "rb") as fh:
+        while number <= last:
+            chunk = fh.readline(LINE_MAX)
+            if not chunk:
+                if held:
+                    yield number, held
+                return
+            if not full:
+                held += chunk
+                full = len(held) >= LINE_MAX
+            if chunk.endswith(b"\n"):
+                yield number, held[:LINE_MAX]
+                number, held, full = number + 1, b"", False

@@ -1,0 +1,107 @@
+"""The issue's title and its opening paragraph: what fails, how often, in what, what
+makes it pass, and (for a metadata defect) the range and the bound to declare."""
+
+from __future__ import annotations
+
+import re
+
+from vllmdiag.model.verdict import Effect
+from vllmdiag.report import freeze, md
+from vllmdiag.report.case import Case
+from vllmdiag.report.model import Target, TargetKind, Template
+from vllmdiag.report.target import Decision
+from vllmdiag.window import WindowResult
+
+#: A title longer than this loses the end of its signature.
+TITLE_MAX = 140
+VLLM_PREFIX = "[Bug]: "
+
+
+def title(case: Case, decision: Decision, window: WindowResult | None) -> str:
+    target = decision.target
+    sig = short(case.signature)
+    c = decision.consumer
+    if target.kind is TargetKind.DEPENDENCY_METADATA and c is not None and window is not None:
+        head = (
+            f"{target.project} {c.release or ''} admits {window.package} "
+            f"{md.span(c.admitted_without_symbol)}: "
+        ).replace("  ", " ")
+    elif target.kind is TargetKind.VLLM and case.env is not None and case.env.stack.vllm:
+        head, sig = "", f"{sig} (vLLM {case.env.stack.vllm})"
+    elif target.kind is TargetKind.DEPENDENCY:
+        have = _version(case, target)
+        head = f"{target.project} {have}: " if have else f"{target.project}: "
+    else:
+        head = ""
+    prefix = VLLM_PREFIX if target.template is Template.VLLM_BUG else ""
+    return _cut(prefix + head + sig)
+
+
+def short(signature: str) -> str:
+    """The signature's type and the first sentence of its message."""
+    exc, sep, message = signature.partition(": ")
+    if not sep:
+        return signature
+    first = re.split(r"(?<=[.!?])\s", message, maxsplit=1)[0].rstrip(".")
+    return f"{exc}: {first}"
+
+
+def _version(case: Case, target: Target) -> str | None:
+    return freeze.read(case.env.freeze).versions.get(target.project) if case.env else None
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= TITLE_MAX:
+        return text
+    return text[: TITLE_MAX - 1].rsplit(" ", 1)[0] + "…"
+
+
+def paragraph(case: Case, decision: Decision, window: WindowResult | None) -> str:
+    run, cell = case.run, case.cell
+    failing = case.failing_like(run)
+    workloads = sorted({r.workload for r in failing})
+    where = f"leg {md.code(cell.leg)}"
+    if case.env is not None and case.env.stack.vllm:
+        where += f", vLLM {case.env.stack.vllm}"
+    out: list[str] = []
+    c = decision.consumer
+    if decision.target.kind is TargetKind.DEPENDENCY_METADATA and c is not None and window:
+        out.append(
+            f"{md.code(c.requirement)} declares {md.code(window.package + (c.declared or ''))}, "
+            f"which admits {md.plural(len(c.admitted_without_symbol), 'version')} without "
+            f"{md.code(window.symbol)} ({md.span(c.admitted_without_symbol)})"
+            + (f"; a fresh resolve picks {c.resolves_to}." if c.resolves_to else ".")
+        )
+    out.append(
+        f"{md.plural(len(failing), 'cell')} of the matrix {md.code(run.name)} "
+        f"({md.plural(len(workloads), 'workload')}: {', '.join(md.code(w) for w in workloads)}; "
+        f"{where}) fail with {md.code(case.signature)}."
+    )
+    out += _fix_sentences(case)
+    metadata = decision.target.kind is TargetKind.DEPENDENCY_METADATA
+    if metadata and c is not None and window is not None and c.suggested_specifier:
+        out.append(f"Suggested fix: declare {md.code(window.package + c.suggested_specifier)}.")
+    return " ".join(out)
+
+
+def _fix_sentences(case: Case) -> list[str]:
+    verdict = case.run.verdict
+    if verdict is None or not verdict.arms:
+        return []
+    tried = [a for a in verdict.arms if a.effect is not Effect.CONTROL]
+    ruled = [md.code(a.name) for a in verdict.arms if a.effect is Effect.RULED_OUT]
+    out = []
+    fix = case.fix
+    if fix is not None:
+        change = fix.arm.describe() if fix.arm is not None else fix.verdict.name
+        out.append(
+            f"Of {md.plural(len(tried), 'single-variable change')} tried, "
+            f"{md.code(change)} is sufficient: it {fix.verdict.detail}."
+        )
+    else:
+        tried_n = md.plural(len(tried), "single-variable change")
+        out.append(f"None of {tried_n} tried is sufficient.")
+    if ruled:
+        out.append(f"Ruled out: {', '.join(ruled)}.")
+    return out
