@@ -99,6 +99,7 @@ def frames(console: Console, rows: tuple[FrameRow, ...]) -> None:
 def _sides(console: Console, d: GpuDiff) -> None:
     a, b = d.legs
     sides = Table(title="Sides")
+    clock = a.wall_source.value if a.wall_source else "none"
     for col in ("", a.name, b.name, "delta"):
         sides.add_column(Text(col), justify="right" if col else "left")
     for label, x, y in (
@@ -112,7 +113,7 @@ def _sides(console: Console, d: GpuDiff) -> None:
         ("GPU time ms", a.gpu_time_us, b.gpu_time_us),
         ("GPU busy ms", a.gpu_busy_us, b.gpu_busy_us),
         ("GPU idle ms", a.gpu_idle_us, b.gpu_idle_us),
-        (f"wall clock ms ({a.wall_source or 'none'})", a.wall_us, b.wall_us),
+        (f"wall clock ms ({clock})", a.wall_us, b.wall_us),
         ("launch calls ms (CPU)", a.launch_us, b.launch_us),
     ):
         if fx is None or fy is None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from vllmdiag.profile import families
 from vllmdiag.profile.diff import Diff, FamilyRow, PhaseRow, kernel_table
-from vllmdiag.profile.leg import LegProfile
+from vllmdiag.profile.leg import LegProfile, WallClock
 from vllmdiag.profile.pairing import KernelRow, OpRow
 from vllmdiag.profile.pyspy import FrameRow
 
@@ -48,7 +48,7 @@ class LegSummary:
     gpu_idle_us: float
     window_us: float
     wall_us: float | None
-    wall_source: str | None
+    wall_source: WallClock | None
     launch_us: float
     launches: int
     cpu_ops: int
