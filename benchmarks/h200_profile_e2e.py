@@ -1,11 +1,11 @@
-"""vllmdiag's own capture → diff → render path on a GPU machine with torch and nothing else.
+"""vllmdiag's own capture → diff → render path on a GPU machine with torch (and pydantic).
 
     python benchmarks/h200_profile_e2e.py WORKDIR OUTDIR
 
 Captures ``examples/decode_loop.py`` eager and graph-replayed with the library
-(:func:`vllmdiag.profile.capture.capture`: torch launcher, nsys where one can write a
+(:func:`vllmdiag.profile.executor.capture`: torch launcher, nsys where one can write a
 report, py-spy for the CPU side), diffs the two torch captures and writes the summary,
-the picture, the JSON and the py-spy outputs to OUTDIR. Needs only the standard library
+the picture, the JSON and the py-spy outputs to OUTDIR. Needs only pydantic and packaging
 beside torch (no typer/rich/uv), so it runs where vllmdiag itself is not installed.
 """
 
@@ -19,8 +19,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from vllmdiag import codec  # noqa: E402
 from vllmdiag.profile import diff, leg, pyspy, render  # noqa: E402
-from vllmdiag.profile.capture import Workload, capture  # noqa: E402
+from vllmdiag.profile.executor import Workload, capture  # noqa: E402
+from vllmdiag.profile.report import gpu_report  # noqa: E402
 
 MODEL = ("--layers", "4", "--hidden", "1024", "--heads", "16", "--batch", "8",
          "--max-len", "512", "--vocab", "32000")  # fmt: skip
@@ -36,7 +38,7 @@ def main() -> None:
                      warmup=20, steps=40)  # fmt: skip
         for backend in ("torch", "nsys", "py-spy"):
             res = capture(name, py, w if backend != "py-spy" else _long(w), work / name, backend)
-            results.append(res.to_json())
+            results.append(codec.dump(res))
             print(
                 f"{name:6} {backend:7} ok={res.ok} {res.elapsed_s:6.1f}s {res.reason or ''}"[:300]
             )
@@ -52,7 +54,8 @@ def main() -> None:
         shutil.copy(spb, out / "graph.pyspy.txt")
     d = diff.diff(a, b)
     files = render.write(d, out, frames)
-    (out / "diff.json").write_text(json.dumps({**d.to_json(), "captures": results}, indent=1))
+    report = codec.dump(gpu_report(d, frames, files))
+    (out / "diff.json").write_text(json.dumps({**report, "captures": results}, indent=1))
     print(d.reconciliation)
     for f in frames[:8]:
         print(f"  {f.delta * 100:+6.1f} pt  {f.frame[:100]}")

@@ -16,9 +16,11 @@ from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
 from vllmdiag.profile import kineto, leg, pyspy
-from vllmdiag.profile.capture import Workload, capture
+from vllmdiag.profile.capture import Backend
+from vllmdiag.profile.events import CaptureFallback, CaptureFinished, CaptureStarted
+from vllmdiag.profile.executor import Workload, capture
 from vllmdiag.profile.leg import CaptureError
-from vllmdiag.profile.run import LegTarget, profile_legs
+from vllmdiag.profile.run import LegTarget, capture_legs
 
 pytest.importorskip("torch")
 
@@ -33,25 +35,41 @@ def _work(steps: int = 6, *extra: str) -> Workload:
     return Workload(script=DECODE, script_args=(*SMALL, *extra), warmup=2, steps=steps)
 
 
+def _events(run: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in (run / "run.jsonl").read_text().splitlines()]
+
+
 def test_two_legs_torch_capture_and_nsys_fallback(tmp_path: Path) -> None:
     legs = [LegTarget("manual", PY), LegTarget("sdpa", PY)]
     w = Workload(script=DECODE, script_args=SMALL, warmup=2, steps=6)
-    seen: list[tuple[str, str, bool | None]] = []
-    run = profile_legs(
-        legs, w, tmp_path, ["nsys"],
-        observer=lambda leg_, res, b: seen.append((leg_, b, None if res is None else res.ok)),
-    )  # fmt: skip
+    seen: list[object] = []
+    with pytest.raises(CaptureError, match="zero GPU kernels"):  # a CPU run: no diff
+        capture_legs(legs, w, [Backend.NSYS], out=tmp_path, observer=seen.append)
+    from vllmdiag.profile.results import load_run
+
+    run = load_run(tmp_path)
+    assert run is not None
     by = {(c.leg, c.backend): c for c in run.captures}
-    nsys_found = shutil.which("nsys") is not None
-    if not nsys_found:
+    kinds = [e["event"] for e in _events(tmp_path)]
+    assert kinds[0] == "profile_started" and not (tmp_path / "journal.jsonl").exists()
+    if shutil.which("nsys") is None:
         # no nsys here: the capture says so, leaves a FAILED marker, and torch takes over
-        failed = by[("manual", "nsys")]
+        failed = by[("manual", Backend.NSYS)]
         assert not failed.ok and "no nsys" in (failed.reason or "")
         assert (failed.out / "FAILED.txt").exists()
-        assert by[("manual", "torch")].ok and by[("sdpa", "torch")].ok
-        events = [json.loads(x) for x in (tmp_path / "journal.jsonl").read_text().splitlines()]
-        assert [e["event"] for e in events].count("capture_fallback") == 2
-    torch_cap = by[("manual", "torch")]
+        assert by[("manual", Backend.TORCH)].ok and by[("sdpa", Backend.TORCH)].ok
+        assert kinds.count("capture_fallback") == 2
+        falls = [e for e in seen if isinstance(e, CaptureFallback)]
+        assert [(f.side, f.failed, f.instead) for f in falls] == [
+            ("manual", Backend.NSYS, Backend.TORCH),
+            ("sdpa", Backend.NSYS, Backend.TORCH),
+        ]
+    # the live view and the journal saw the same events
+    own = [e for e in seen if isinstance(e, (CaptureStarted, CaptureFinished, CaptureFallback))]
+    assert len(own) == sum(k.startswith("capture_") for k in kinds)
+    torch_cap = by[("manual", Backend.TORCH)]
+    assert torch_cap.out == tmp_path / "cells" / "manual.torch" / "out"
+    assert torch_cap.log == tmp_path / "cells" / "manual.torch" / "log.txt"
     trace = torch_cap.out / "trace.json.gz"
     meta = json.loads((torch_cap.out / "meta.json").read_text())
     assert meta["steps"] == 6 and meta["tokens"] == 12 and meta["mode"] == "steps"
@@ -63,8 +81,6 @@ def test_two_legs_torch_capture_and_nsys_fallback(tmp_path: Path) -> None:
     assert s.kernel_count == 0
     with pytest.raises(CaptureError, match="zero GPU kernels"):
         leg.load(torch_cap.out)
-    assert json.loads((tmp_path / "profile.json").read_text())["captures"]
-    assert ("manual", "nsys", None) in seen
 
 
 def test_plain_script_runs_whole_under_the_profiler(tmp_path: Path) -> None:
@@ -75,6 +91,7 @@ def test_plain_script_runs_whole_under_the_profiler(tmp_path: Path) -> None:
     )
     w = Workload(script=script, script_args=("{out_dir}/marker.txt",))
     res = capture("plain", PY, w, tmp_path / "plain", "torch")
+    assert res.out == tmp_path / "plain" / "torch" and res.backend is Backend.TORCH
     assert res.ok, res.reason
     assert (res.out / "marker.txt").read_text() == "done"  # {out_dir}: the capture's dir
     meta = json.loads((res.out / "meta.json").read_text())
@@ -128,6 +145,8 @@ def test_cli_capture_on_existing_envs_refuses_a_cpu_diff(tmp_path: Path) -> None
     assert "zero GPU kernels" in res.output
     run = json.loads((out / "profile.json").read_text())
     assert [c["ok"] for c in run["captures"]] == [True, True]
+    kinds = [e["event"] for e in _events(out)]
+    assert kinds == ["profile_started", *["capture_started", "capture_finished"] * 2]
 
 
 def test_profile_recipe_legs(tmp_path: Path) -> None:
@@ -148,10 +167,14 @@ def test_profile_recipe_legs(tmp_path: Path) -> None:
     )
     assert res.exit_code == 1, res.output
     assert "zero GPU kernels" in res.output
-    events = [json.loads(x)["event"] for x in (out / "run.jsonl").read_text().splitlines()]
-    assert events[0] == "profile_started"
-    assert events.count("capture_finished") == 2
-    assert (out / "a" / "torch" / "trace.json.gz").exists()
+    events = _events(out)
+    kinds = [e["event"] for e in events]
+    assert kinds[:2] == ["run_started", "profile_started"] and kinds[-1] == "run_finished"
+    assert kinds.count("capture_finished") == kinds.count("cell_finished") == 2
+    finished = [e["result"] for e in events if e["event"] == "cell_finished"]
+    assert [(r["id"], r["outcome"]) for r in finished] == [
+        ("r1.a.decode.torch", "pass"), ("r1.b.decode.torch", "pass")]  # fmt: skip
+    assert (out / "cells" / "r1.a.decode.torch" / "out" / "trace.json.gz").exists()
     bad = CliRunner().invoke(app, ["profile", str(recipe), "--legs", "a", "c"])
     assert bad.exit_code == 1 and "neither a leg nor an arm" in bad.output
 
@@ -200,3 +223,115 @@ def test_nsys_that_cannot_finalize_leaves_no_result(tmp_path: Path) -> None:
     assert not list(res.out.glob("*.qdstrm")) and not list(res.out.glob("*.sqlite"))
     assert (res.out / "failed" / "report.qdstrm").exists()
     assert (res.out / "FAILED.txt").read_text().startswith("nsys wrote report.qdstrm")
+
+
+def _cpu_recipe(tmp_path: Path) -> Path:
+    shutil.copy(DECODE, tmp_path / "decode_loop.py")
+    recipe = tmp_path / "cpu-decode.yaml"
+    recipe.write_text(
+        "name: cpu-decode\n"
+        "question: does a flag change the decode loop's CPU profile?\n"
+        f"legs:\n  a:\n    path: {PY}\n  b:\n    path: {PY}\n"
+        "baseline:\n  leg: a\n"
+        "workloads:\n  decode:\n    command: ['{python}', '{recipe_dir}/decode_loop.py', "
+        + ", ".join(f"'{t}'" for t in SMALL)
+        + "]\n"
+    )
+    return recipe
+
+
+def test_a_profile_refuses_to_start_while_another_job_measures(tmp_path: Path) -> None:
+    """Both ways of profiling take the node lock, before anything is built or written."""
+    from vllmdiag.locks import file_lock
+    from vllmdiag.paths import node_lock_path
+
+    recipe = _cpu_recipe(tmp_path)
+    runs = tmp_path / "runs"
+    capture_args = ["profile", "capture", "--leg", f"a={PY}", "--leg", f"b={PY}", "--script",
+                    str(DECODE), "--runs-root", str(runs), "--", *SMALL]  # fmt: skip
+    with file_lock(node_lock_path()):
+        for args in (["profile", str(recipe), "--legs", "a", "b", "--runs-root", str(runs)],
+                     capture_args):  # fmt: skip
+            res = CliRunner().invoke(app, args)
+            assert res.exit_code == 1, res.output
+            assert "the node lock is held by another vllmdiag process" in res.output
+            assert "Traceback" not in res.output
+    assert not runs.exists()
+
+
+def test_a_profile_with_wait_queues_behind_the_holder(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from vllmdiag.locks import file_lock
+    from vllmdiag.paths import node_lock_path
+
+    recipe = _cpu_recipe(tmp_path)
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with file_lock(node_lock_path()):
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(10)
+    timer = threading.Timer(1.0, release.set)
+    timer.start()
+    start = time.monotonic()
+    out = tmp_path / "run"
+    try:
+        res = CliRunner().invoke(app, ["profile", str(recipe), "--legs", "a", "b", "--steps", "2",
+                                       "--wait", "--out", str(out)])  # fmt: skip
+    finally:
+        release.set()
+        thread.join()
+    assert time.monotonic() - start >= 1.0
+    assert "waiting for the node lock" in res.output
+    assert res.exit_code == 1 and "zero GPU kernels" in res.output  # it ran: a CPU capture
+    assert [e["event"] for e in _events(out)].count("cell_finished") == 2
+
+
+def test_a_recipe_side_whose_nsys_capture_fails_is_captured_with_torch(tmp_path: Path) -> None:
+    """The fallback is a follow-up cell of the same run: journaled, judged and resumed
+    like the others. The leg's nsys (a stand-in) cannot finalize its report, as the lent
+    H200's could not."""
+    bin_dir = tmp_path / "leg" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(PY)
+    nsys = bin_dir / "nsys"
+    nsys.write_text(
+        '#!/bin/sh\nwhile [ "$1" != "-o" ]; do shift; done\n'
+        'echo partial > "$2.qdstrm"\necho "cannot finalize report" >&2\nexit 1\n'
+    )
+    nsys.chmod(0o755)
+    recipe = _cpu_recipe(tmp_path)
+    recipe.write_text(recipe.read_text().replace(f"path: {PY}", f"path: {bin_dir / 'python'}"))
+    out = tmp_path / "run"
+    args = ["profile", str(recipe), "--legs", "a", "b", "-c", "nsys", "--steps", "2", "--json"]
+    res = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert res.exit_code == 1 and "zero GPU kernels" in res.output  # a CPU run: no diff
+    events = _events(out)
+    finished = [e["result"] for e in events if e["event"] == "cell_finished"]
+    assert [(r["id"], r["outcome"]) for r in finished] == [
+        ("r1.a.decode.nsys", "fail"), ("r1.a.decode.torch", "pass"),
+        ("r1.b.decode.nsys", "fail"), ("r1.b.decode.torch", "pass")]  # fmt: skip
+    falls = [e for e in events if e["event"] == "capture_fallback"]
+    assert [(f["side"], f["failed"], f["instead"]) for f in falls] == [
+        ("a", "nsys", "torch"), ("b", "nsys", "torch")]  # fmt: skip
+    assert "could not finalize" in falls[0]["reason"]
+    assert [e["total"] for e in events if e["event"] == "cell_started"] == [2, 3, 3, 4]
+    caps = json.loads((out / "profile.json").read_text())["captures"]
+    assert [(c["leg"], c["backend"], c["ok"]) for c in caps] == [
+        ("a", "nsys", False),
+        ("a", "torch", True),
+        ("b", "nsys", False),
+        ("b", "torch", True),
+    ]
+    assert (out / "cells" / "r1.a.decode.nsys" / "out" / "failed" / "report.qdstrm").exists()
+    # resumed, every finished capture is kept, the fallbacks included
+    again = CliRunner().invoke(app, [*args, "--resume", str(out)])
+    assert again.exit_code == 1, again.output
+    kinds = [e["event"] for e in _events(out)]
+    assert kinds.count("cell_reused") == 4 and kinds.count("capture_started") == 4

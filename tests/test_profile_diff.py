@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.profile import diff, families, leg
 from vllmdiag.profile.leg import CaptureError
+from vllmdiag.profile.report import GpuDiff, gpu_report
 from vllmdiag.profile.timeline import Timeline
 
 H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
@@ -59,7 +61,9 @@ def test_attention_swap_names_the_kernels(legs: dict[str, leg.LegProfile]) -> No
 
 
 def test_json_keys_and_counts(legs: dict[str, leg.LegProfile]) -> None:
-    out = diff.diff(legs["eager"], legs["graph"]).to_json()
+    report = gpu_report(diff.diff(legs["eager"], legs["graph"]))
+    out = codec.dump(report)
+    assert codec.load(GpuDiff, json.loads(json.dumps(out))) == report  # reads back typed
     a, b = out["legs"]
     assert {"name", "kernels", "gpu_busy_us", "gpu_idle_us", "steps"} <= a.keys()
     assert (a["kernels"], b["kernels"]) == (3280, 3480)  # graph replays included
@@ -122,19 +126,20 @@ def test_cli_diff_of_a_missing_path_is_a_user_error(tmp_path: Path) -> None:
 def test_cli_diff_of_a_profile_run_directory(tmp_path: Path) -> None:
     import shutil
 
-    from vllmdiag.profile.capture import CaptureResult
-    from vllmdiag.profile.run import ProfileRun
+    from vllmdiag.profile.capture import Backend, CaptureResult
+    from vllmdiag.profile.results import ProfileRun, write_run
 
     caps = []
     for name in ("eager", "graph"):
         dest = tmp_path / name / "torch"
         shutil.copytree(H200 / name, dest)
-        caps.append(CaptureResult(name, "torch", True, dest, ("trace.json.gz",), None, 1.0,
-                                  dest / "capture.log"))  # fmt: skip
+        caps.append(CaptureResult(name, Backend.TORCH, True, dest, ("trace.json.gz",), None,
+                                  1.0, dest / "capture.log"))  # fmt: skip
     why = "no nsys on PATH or in the leg"
     nsys_dir = tmp_path / "graph" / "nsys"
-    caps.append(CaptureResult("graph", "nsys", False, nsys_dir, (), why, 0.0, nsys_dir / "log"))
-    (tmp_path / "profile.json").write_text(json.dumps(ProfileRun(tmp_path, tuple(caps)).to_json()))
+    caps.append(CaptureResult("graph", Backend.NSYS, False, nsys_dir, (), why, 0.0,
+                              nsys_dir / "log"))  # fmt: skip
+    write_run(ProfileRun(tmp_path, tuple(caps)))
     res = CliRunner().invoke(app, ["profile", "diff", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)

@@ -225,42 +225,45 @@ def test_fields_probe_output() -> None:
 
 
 def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
-    from vllmdiag.profile.capture import CaptureResult
-    from vllmdiag.profile.run import _window_warnings
+    from vllmdiag.profile.capture import Backend, CaptureResult
+    from vllmdiag.profile.job import window_warnings
 
     _, _, new_why = vllm_flags.profiler_switch(NEW_HELP, tmp_path, FIELDS_026)
     _, _, old_why = vllm_flags.profiler_switch(OLD_HELP, tmp_path)
 
     def cap(leg_: str, why: str) -> CaptureResult:
-        return CaptureResult(leg_, "torch", True, tmp_path, (), None, 1.0, tmp_path, (why,))
+        return CaptureResult(leg_, Backend.TORCH, True, tmp_path, (), None, 1.0, tmp_path, (why,))
 
-    assert _window_warnings([cap("a", new_why), cap("b", new_why)]) == ()
-    (w,) = _window_warnings([cap("a", new_why), cap("b", old_why)])
+    assert window_warnings([cap("a", new_why), cap("b", new_why)]) == ()
+    (w,) = window_warnings([cap("a", new_why), cap("b", old_why)])
     assert "switched on differently" in w and "VLLM_TORCH_PROFILER_DIR" in w
 
 
 def test_decode_regression_recipe_is_a_ready_profile_run(tmp_path: Path) -> None:
     from vllmdiag.config import load_recipe
     from vllmdiag.plan import workloads
-    from vllmdiag.profile.capture import OUT_DIR, PYTHON, Workload, _leg_argv
+    from vllmdiag.profile.capture import _in_leg
+    from vllmdiag.profile.sides import plan_sides
 
     path = Path(__file__).resolve().parent.parent / "recipes" / "decode_regression_235b.yaml"
     recipe = load_recipe(path)
     assert set(recipe.legs) == {"v0.18", "v0.26"}
     assert "vllm==0.18.0" in recipe.legs["v0.18"].requirements
     assert "vllm==0.26.0" in recipe.legs["v0.26"].requirements
-    wl = recipe.workloads["image"]
-    argv = workloads.render(wl, name="image", flags=recipe.baseline.flags,
-                            out_dir=Path(OUT_DIR), recipe_dir=recipe.recipe_dir,
-                            python=Path(PYTHON))  # fmt: skip
-    assert argv[:3] == ["vllm", "bench", "throughput"]
-    assert "random-mm" in argv and "--tensor-parallel-size" in argv
-    assert argv[argv.index("--tensor-parallel-size") + 1] == "4"
-    # rendered per leg: the leg's own vllm, this capture's directory, and the profiler
+    old, new = plan_sides(recipe, legs=["v0.18", "v0.26"])
+    assert (old.cell.id, new.cell.id) == ("r1.v0.18.image", "r1.v0.26.image")
+    # rendered per leg as the cell runner renders it: this cell's directory, the leg's
+    # python, then the leg's own vllm and the profiler
     leg_bin = tmp_path / "bin"
     leg_bin.mkdir()
     (leg_bin / "vllm").write_text("")
-    filled = _leg_argv(leg_bin / "python", Workload(argv=tuple(argv)), tmp_path / "cap")
+    wl = recipe.workloads["image"]
+    argv = workloads.render(wl, name="image", flags=new.flags, out_dir=tmp_path / "cap",
+                            recipe_dir=recipe.recipe_dir, python=leg_bin / "python")  # fmt: skip
+    assert argv[:3] == ["vllm", "bench", "throughput"]
+    assert "random-mm" in argv and "--tensor-parallel-size" in argv
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "4"
+    filled = _in_leg(leg_bin / "python", argv)
     assert filled[0] == str(leg_bin / "vllm")
     assert f"{tmp_path / 'cap'}/throughput.json" in filled
     extra, _, _ = vllm_flags.profiler_switch(NEW_HELP, tmp_path / "cap", FIELDS_026)

@@ -174,7 +174,7 @@ def test_meta_json_that_is_not_json(tmp_path: Path) -> None:
     shutil.copytree(H200 / "eager", cap)
     (cap / "meta.json").write_text("{not json")
     lp = leg.load(cap)
-    assert lp.meta == {} and lp.wall_source == "traced CPU steps"
+    assert lp.meta == {} and lp.wall_source is leg.WallClock.TRACED_STEPS
     assert "meta.json:1:2: meta.json is not JSON" in lp.warnings[0]
     res = _cli("diff", str(cap), str(H200 / "graph"), "--out", str(tmp_path / "d"))
     assert res.exit_code == 0, res.output

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from vllmdiag import codec
 from vllmdiag.profile import diff, kineto, leg, nsys, ops
+from vllmdiag.profile.report import gpu_report
 from vllmdiag.profile.timeline import Timeline
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
@@ -127,7 +129,7 @@ def test_compiled_vs_eager_pairs_kernels_by_op() -> None:
     assert sum(r.delta_us for r in d.top) == pytest.approx(d.delta_us)
     by_op = {o.op: o for o in d.ops}
     assert by_op["fused_rms_norm"].a_us > 0 and by_op["fused_rms_norm"].b_us > 0
-    assert "↔" in rms.name and json.dumps(d.to_json())
+    assert "↔" in rms.name and json.dumps(codec.dump(gpu_report(d)))
 
 
 def test_nsys_launches_are_placed_in_their_nvtx_range(tmp_path: Path) -> None:

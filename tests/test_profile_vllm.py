@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.profile.run import load_run
+from vllmdiag.profile.results import load_run
 
 TRACES = Path(__file__).parent / "fixtures" / "traces" / "h200-compile"
 FIELDS_026 = ["profiler", "torch_profiler_dir", "torch_profiler_with_stack",
@@ -134,11 +134,15 @@ def test_baseline_vs_an_arm_on_one_leg(legs: dict[str, Path], tmp_path: Path) ->
     note = caps[0]["notes"][0]
     assert "vllm bench throughput --help=all lists --profiler-config" in note
     assert "delay_iterations=4, max_iterations=12" in note
-    argv = json.loads((run_dir / "enforce-eager" / "torch" / "argv.json").read_text())
+    cells = run_dir / "cells"
+    argv = json.loads((cells / "r1.enforce-eager.tput.torch" / "out" / "argv.json").read_text())
     assert "--enforce-eager" in argv and argv[-1] == "--profile"
     assert "--enforce-eager" not in json.loads(
-        (run_dir / "baseline" / "torch" / "argv.json").read_text()
+        (cells / "r1.baseline.tput.torch" / "out" / "argv.json").read_text()
     )
+    # each side is a cell of the recipe: judged like a matrix cell
+    assert [(c["id"], c["outcome"]) for c in data["cells"]] == [
+        ("r1.baseline.tput.torch", "pass"), ("r1.enforce-eager.tput.torch", "pass")]  # fmt: skip
     d = data["diff"]
     base, eager = d["legs"]
     assert (base["name"], eager["name"]) == ("baseline", "enforce-eager")
@@ -150,10 +154,25 @@ def test_baseline_vs_an_arm_on_one_leg(legs: dict[str, Path], tmp_path: Path) ->
     # the run reads back typed, and its journal says what each side was
     run = load_run(run_dir)
     assert run is not None and [c.leg for c in run.captures] == ["baseline", "enforce-eager"]
-    started = json.loads((run_dir / "run.jsonl").read_text().splitlines()[0])
-    assert started["sides"] == ["baseline: leg v026, baseline flags",
-                                "enforce-eager: leg v026, arm enforce-eager"]  # fmt: skip
+    events = [json.loads(x) for x in (run_dir / "run.jsonl").read_text().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[:2] == ["run_started", "profile_started"] and kinds[-1] == "run_finished"
+    assert events[0]["executor"] == "capture" and events[0]["job"]["job"] == "profile"
+    assert events[1]["sides"] == ["baseline: leg v026, baseline flags",
+                                  "enforce-eager: leg v026, arm enforce-eager"]  # fmt: skip
+    first = kinds.index("cell_started")
+    assert kinds[first : first + 4] == [
+        "cell_started", "capture_started", "cell_spawned", "capture_finished"]  # fmt: skip
+    assert "hygiene_checked" in kinds and (run_dir / "manifest.json").exists()
     assert (run_dir / "diff" / "summary.md").exists() and (run_dir / "diff" / "diff.json").exists()
+    # resumed, the finished captures are kept; other options would be another measurement
+    again = CliRunner().invoke(app, [*args, "--resume", str(run_dir), "--json"])
+    assert again.exit_code == 0, again.output
+    kinds = [json.loads(x)["event"] for x in (run_dir / "run.jsonl").read_text().splitlines()]
+    assert kinds.count("cell_reused") == 2 and kinds.count("capture_started") == 2
+    assert json.loads(again.stdout)["diff"]["explained"] == pytest.approx(d["explained"])
+    other = CliRunner().invoke(app, [*args, "--steps", "3", "--resume", str(run_dir)])
+    assert other.exit_code == 1 and "started with other options" in other.output
 
 
 def test_an_older_cli_without_help_all_falls_back_to_help(

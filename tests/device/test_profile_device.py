@@ -7,8 +7,9 @@ Needs, and skips cleanly without:
 - a GPU that this python's torch sees.
 
 One workload (``vllm bench throughput`` on the tiny llama, random dataset, 8 prompts of
-32 tokens in and 48 out) runs on two sides of one leg, each through vLLM's own torch
-profiler (``--profile --profiler-config``): two engine starts in all. The test reads only
+32 tokens in and 48 out) runs on two sides of one leg, each a cell of the recipe run
+under the node lock through vLLM's own torch profiler (``--profile --profiler-config``):
+two engine starts in all. The test reads only
 vllmdiag's own ``--json``: at least 95 % (and at most 110 %) of the wall-clock gap
 reconciled (the clock: the CPU's span of the traced engine steps), CUDA-graph replays
 counted on the graph side, no kernel named by a return type. With
@@ -118,6 +119,9 @@ def test_baseline_vs_enforce_eager_on_vllm_026(tmp_path: Path) -> None:
     data = json.loads(res.stdout)
     caps = {c["leg"]: c for c in data["run"]["captures"]}
     assert caps["baseline"]["ok"] and caps["enforce-eager"]["ok"], caps
+    # each side ran as a cell of the recipe, judged as a matrix cell is
+    cells = {c["id"]: c["outcome"] for c in data["cells"]}
+    assert cells == {"r1.baseline.tput.torch": "pass", "r1.enforce-eager.tput.torch": "pass"}
     assert "--profiler-config" in caps["baseline"]["notes"][0]
     d = data["diff"]
     _keep(data["run"], Path(data["run"]["out"]) / "diff")

@@ -103,6 +103,7 @@ class LiveView:
             shown = "\n  ".join(lines[:40]) if failed else lines[0]
             self._print(Text(f"leg {event.leg}: {event.kind.value} {shown}", style=colour))
         elif isinstance(event, CellStarted):
+            self.progress.update(self.task, total=event.total)  # follow-up cells add to it
             self.status.plain = f"[{event.index}/{event.total}] {event.id}: starting"
         elif isinstance(event, CellTick):
             now = time.monotonic()

@@ -4,8 +4,8 @@ vllmdiag profile RECIPE --legs A B | --arms A B [--leg L] [--workload W] [--capt
 vllmdiag profile capture --leg A=/venv/a --leg B=/venv/b --script work.py [-- ARGS]
 vllmdiag profile diff RUN | A B   (a profile run; or capture directories, trace files)
 
-Arguments are parsed here and results rendered (:mod:`profile_render`); the jobs live
-in :mod:`vllmdiag.profile.job`.
+Arguments are parsed here (the recipe's command in :mod:`profile_run_cmd`) and results
+rendered (:mod:`profile_render`); the jobs live in :mod:`vllmdiag.profile`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ import typer
 from rich.text import Text
 from typer.core import TyperGroup
 
+from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.proc import Interrupted
 from vllmdiag.profile import job
-from vllmdiag.profile.capture import Workload
-from vllmdiag.profile.diff import jsonable
+from vllmdiag.profile.capture import backend
+from vllmdiag.profile.executor import Workload
+from vllmdiag.profile.results import ProfileOutcome
 
 _MULTI = ("--legs", "--arms", "--capture", "-c")
 _RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -103,11 +106,6 @@ WarmupOpt = typer.Option(
 StepsOpt = typer.Option(10, "--steps", min=1, help="Script workloads: launcher steps captured.")
 
 
-def _emit(as_json: bool, data: object) -> None:
-    if as_json:
-        emit_json(jsonable(data))
-
-
 @profile_app.command("diff")
 def diff_cmd(
     a: Path = typer.Argument(
@@ -129,20 +127,39 @@ def diff_cmd(
     with user_errors():
         res = job.diff_inputs(a, b, out=out, top=top, runs_root=runs_root)
         show.result(console, res)
-        _emit(as_json, res.to_json())
+        if as_json:
+            emit_json(codec.dump(res))
 
 
-def _finish(outcome: job.ProfileOutcome, as_json: bool) -> None:
+def finish(outcome: ProfileOutcome, as_json: bool, again: list[str] | None = None) -> None:
+    """Render a capture run's outcome; exit 1 when nothing could be compared, 128+N when
+    a signal stopped it (``again``: the command that resumes it)."""
     console = human(as_json)
     for w in outcome.run.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), w))
-    if outcome.result is not None:
-        show.result(console, outcome.result)
-    else:
-        console.print("[yellow]fewer than two sides have a capture to compare: no diff[/]")
-    _emit(as_json, outcome.to_json())
+    if outcome.diff is not None:
+        show.result(console, outcome.diff)
+    elif outcome.pyspy is not None:
+        show.result(console, outcome.pyspy)
+    elif not outcome.interrupted:
+        console.print(Text("fewer than two sides have a capture to compare: no diff", "yellow"))
+    if as_json:
+        emit_json(codec.dump(outcome))
+    if outcome.interrupted:
+        line = Text("interrupted", style="yellow")
+        if again:
+            line.append(f": resume with {shlex.join(again)}", style="")
+        console.print(line, soft_wrap=True)
+        raise typer.Exit(Interrupted(outcome.stopped_by or "SIGINT").exit_code)
     if outcome.failed:
         raise typer.Exit(1)
+
+
+WaitOpt = typer.Option(
+    False,
+    "--wait",
+    help="If another job holds this machine's node lock, wait for it instead of stopping.",
+)
 
 
 @profile_app.command(
@@ -169,17 +186,22 @@ def capture_cmd(
     ),
     runs_root: Path = RunsRootOpt,
     top: int = TopOpt,
+    wait: bool = WaitOpt,
     as_json: bool = JsonOption,
 ) -> None:
     """Capture a script or a vLLM command on existing environments, then diff them."""
+    from vllmdiag.profile.run import capture_legs, targets_from_paths
+
     with user_errors():
         if (script is None) == (command is None):
             raise VllmdiagError(
                 "give exactly one of --script or --command",
                 hint="--script work.py [-- ARGS], or --command 'vllm bench ...'",
             )
-        dest = _new_out(out) if out is not None else None
-        targets = job.targets_from_paths(leg)
+        if out is not None:
+            _new_out(out)
+        backends = tuple(backend(c) for c in capture)
+        targets = targets_from_paths(leg)
         w = Workload(
             script=script.resolve() if script else None,
             script_args=tuple(ctx.args),
@@ -187,15 +209,15 @@ def capture_cmd(
             warmup=warmup,
             steps=steps,
         )
-        if dest is None:
-            dest = job.fresh_dir(runs_root, "profile-capture")
-        outcome = job.capture_and_diff(
-            targets, w, dest, capture, top, observer=show.observer(human(as_json))
-        )
-        _finish(outcome, as_json)
+        with show.ProfileView(human(as_json)) as view:
+            outcome = capture_legs(
+                targets, w, backends, out=out, runs_root=runs_root, top=top, wait=wait,
+                observer=view,
+            )  # fmt: skip
+        finish(outcome, as_json)
 
 
-def _new_out(out: Path) -> Path:
+def _new_out(out: Path) -> None:
     """An explicit --out: refused when it already holds a profile run."""
     for marker in ("profile.json", "journal.jsonl", "run.jsonl"):
         if (out / marker).exists():
@@ -204,74 +226,11 @@ def _new_out(out: Path) -> Path:
                 where=str(out),
                 hint="choose another --out, or leave it out for a new one",
             )
-    return out
-
-
-@profile_app.command(
-    "run",
-    hidden=True,
-    context_settings={"allow_extra_args": False},
-)
-def run_cmd(
-    recipe: Path = typer.Argument(..., help="The recipe YAML."),
-    legs: list[str] = typer.Option(
-        [], "--legs", help="Two legs of the recipe (the baseline's flags on each)."
-    ),
-    arms: list[str] = typer.Option(
-        [],
-        "--arms",
-        help="Two arms on one leg: 'baseline' and/or arm names (the recipe's, else the library's).",
-    ),
-    on_leg: str | None = typer.Option(
-        None, "--leg", help="With --arms: the leg (default: the baseline's)."
-    ),
-    workload: str | None = typer.Option(
-        None, "--workload", "-w", help="The recipe workload to run (needed when it has several)."
-    ),
-    capture: list[str] = CaptureOpt,
-    warmup: int = WarmupOpt,
-    steps: int = StepsOpt,
-    out: Path | None = typer.Option(
-        None, "--out", help="A new run directory (default: one under --runs-root)."
-    ),
-    runs_root: Path = RunsRootOpt,
-    top: int = TopOpt,
-    as_json: bool = JsonOption,
-) -> None:
-    """Profile a recipe's workload on two sides (``vllmdiag profile RECIPE``)."""
-    from vllmdiag.profile.recipe_run import prepare
-
-    with user_errors():
-        console = human(as_json)
-        p = prepare(
-            recipe,
-            _split(legs),
-            workload,
-            warmup=warmup,
-            steps=steps,
-            out=out,
-            runs_root=runs_root,
-            arms=_split(arms),
-            leg=on_leg,
-            say=lambda m: console.print(Text(m)),
-        )
-        outcome = job.capture_and_diff(
-            p.targets,
-            p.workload,
-            p.out,
-            capture,
-            top,
-            observer=show.observer(console),
-            journal=p.journal,
-            timeout=p.timeout,
-        )
-        _finish(outcome, as_json)
-
-
-def _split(values: list[str]) -> list[str]:
-    return [p for v in values for p in v.split(",") if p]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``vllmdiag profile`` to the app."""
+    """Add ``vllmdiag profile`` to the app (``profile RECIPE`` is its hidden ``run``)."""
+    from vllmdiag.cli.profile_run_cmd import run_cmd
+
+    profile_app.command("run", hidden=True, context_settings={"allow_extra_args": False})(run_cmd)
     app.add_typer(profile_app, name="profile")

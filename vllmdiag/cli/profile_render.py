@@ -1,18 +1,26 @@
-"""Rich rendering of profile results. Text from traces (kernel, op and frame names,
-capture logs) is data: it reaches Rich as :class:`~rich.text.Text`, never as markup."""
+"""Rich rendering of profile runs and diffs. Text from traces, logs and recipes (kernel,
+op and frame names, side names, capture failures) is data: it reaches Rich as
+:class:`~rich.text.Text`, never as markup."""
 
 from __future__ import annotations
 
+from types import TracebackType
+
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from vllmdiag.profile.capture import CaptureResult
-from vllmdiag.profile.diff import Diff
-from vllmdiag.profile.job import DiffResult
+from vllmdiag.cli.live import LiveView
+from vllmdiag.profile.events import (
+    CaptureFallback,
+    CaptureFinished,
+    CaptureStarted,
+    ProfileEvent,
+    ProfileStarted,
+)
 from vllmdiag.profile.pyspy import FrameRow
-from vllmdiag.profile.run import Observer
+from vllmdiag.profile.report import CpuDiff, DiffReport, GpuDiff
+from vllmdiag.runner.events import RunStarted
 
 
 def _t(text: str, n: int = 70) -> Text:
@@ -23,18 +31,57 @@ def _share(x: float | None) -> str:
     return "" if x is None else f"{x * 100:.0f} %"
 
 
-def observer(console: Console) -> Observer:
-    def see(side: str, res: CaptureResult | None, backend: str) -> None:
-        who = escape(side)
-        if res is None:
-            console.print(f"[bold]{who}[/]: capturing with {backend} …")
-        elif res.ok:
-            console.print(f"[green]{who}[/]: {backend} ok ({res.elapsed_s:.1f}s) → "
-                          f"{escape(str(res.out))}")  # fmt: skip
-        else:
-            console.print(f"[red]{who}[/]: {backend} failed: {escape(res.reason or '')}")
+class ProfileView:
+    """The live view of a profile run: the runner's progress (a recipe's cells) and a
+    line per capture. One observer of the run's events; the journal is another."""
 
-    return see
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.cells = LiveView(console)
+        self.started = False
+
+    def __enter__(self) -> ProfileView:
+        self.cells.__enter__()
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.cells.__exit__(t, e, tb)
+
+    def __call__(self, event: ProfileEvent) -> None:
+        if isinstance(event, ProfileStarted):
+            if not self.started:  # a recipe's run said where, as its cells began
+                self._print(Text("run directory: ").append(str(event.run_dir), style="bold"))
+            line = Text("profile: ", style="bold").append("; ".join(event.sides), style="")
+            line.append(f" ({', '.join(b.value for b in event.backends)})", style="dim")
+            self._print(line)
+        elif isinstance(event, CaptureStarted):
+            line = Text(event.side, style="bold").append(f": capturing with {event.backend.value}")
+            self._print(line.append(" …"))
+        elif isinstance(event, CaptureFinished):
+            c = event.capture
+            if c.ok:
+                line = Text(c.leg, style="green").append(
+                    f": {c.backend.value} ok ({c.elapsed_s:.1f}s) → {c.out}", style=""
+                )
+            else:
+                line = Text(c.leg, style="red").append(
+                    f": {c.backend.value} failed: {c.reason or ''}", style=""
+                )
+            self._print(line)
+        elif isinstance(event, CaptureFallback):
+            line = Text(event.side, style="yellow").append(
+                f": {event.failed.value} could not capture it; {event.instead.value} next",
+                style="",
+            )
+            self._print(line)
+        else:
+            self.started = self.started or isinstance(event, RunStarted)
+            self.cells(event)
+
+    def _print(self, text: Text) -> None:
+        self.console.print(text, highlight=False, soft_wrap=True)
 
 
 def frames(console: Console, rows: tuple[FrameRow, ...]) -> None:
@@ -49,37 +96,39 @@ def frames(console: Console, rows: tuple[FrameRow, ...]) -> None:
     console.print(spy)
 
 
-def _legs(console: Console, d: Diff) -> None:
-    a, b = d.a, d.b
-    legs = Table(title="Sides")
+def _sides(console: Console, d: GpuDiff) -> None:
+    a, b = d.legs
+    sides = Table(title="Sides")
+    clock = a.wall_source.value if a.wall_source else "none"
     for col in ("", a.name, b.name, "delta"):
-        legs.add_column(Text(col), justify="right" if col else "left")
+        sides.add_column(Text(col), justify="right" if col else "left")
     for label, x, y in (
-        ("kernels", a.kernel_count, b.kernel_count),
-        ("from CUDA graphs", a.graph_kernel_count, b.graph_kernel_count),
-        ("steps", a.step_count, b.step_count),
-        ("events refused", a.skipped_count, b.skipped_count),
+        ("kernels", a.kernels, b.kernels),
+        ("from CUDA graphs", a.graph_kernels, b.graph_kernels),
+        ("steps", a.steps, b.steps),
+        ("events refused", a.skipped_events, b.skipped_events),
     ):
-        legs.add_row(label, str(x), str(y), f"{y - x:+d}")
+        sides.add_row(label, str(x), str(y), f"{y - x:+d}")
     for label, fx, fy in (
         ("GPU time ms", a.gpu_time_us, b.gpu_time_us),
         ("GPU busy ms", a.gpu_busy_us, b.gpu_busy_us),
         ("GPU idle ms", a.gpu_idle_us, b.gpu_idle_us),
-        (f"wall clock ms ({a.wall_source or 'none'})", a.wall_us, b.wall_us),
+        (f"wall clock ms ({clock})", a.wall_us, b.wall_us),
         ("launch calls ms (CPU)", a.launch_us, b.launch_us),
     ):
         if fx is None or fy is None:
-            legs.add_row(label, "n/a", "n/a", "")
+            sides.add_row(label, "n/a", "n/a", "")
             continue
-        legs.add_row(label, f"{fx / 1e3:.3f}", f"{fy / 1e3:.3f}", f"{(fy - fx) / 1e3:+.3f}")
-    console.print(legs)
+        sides.add_row(label, f"{fx / 1e3:.3f}", f"{fy / 1e3:.3f}", f"{(fy - fx) / 1e3:+.3f}")
+    console.print(sides)
 
 
-def show(console: Console, d: Diff, spy: tuple[FrameRow, ...] = ()) -> None:
+def show(console: Console, d: GpuDiff) -> None:
     """The diff as tables, then its warnings and its paragraph."""
-    _legs(console, d)
+    _sides(console, d)
+    a, b = d.names
     fam = Table(title="Families")
-    for col in ("family", f"{d.a.name} ms", f"{d.b.name} ms", "delta ms", "share"):
+    for col in ("family", f"{a} ms", f"{b} ms", "delta ms", "share"):
         fam.add_column(Text(col), justify="left" if col == "family" else "right")
     fam.add_column("mostly launched by (A / B)")
     for r in d.families:
@@ -104,16 +153,16 @@ def show(console: Console, d: Diff, spy: tuple[FrameRow, ...] = ()) -> None:
             opt.add_row(_t(o.op, 60), f"{o.a_us / 1e3:.3f}", f"{o.b_us / 1e3:.3f}",
                         f"{o.delta_us / 1e3:+.3f}", _share(o.share))  # fmt: skip
         console.print(opt)
-    frames(console, spy)
+    frames(console, d.pyspy)
     for w in d.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), w))
     console.print(Text(d.reconciliation))
 
 
-def result(console: Console, res: DiffResult) -> None:
-    if res.diff is not None:
-        show(console, res.diff, res.frames)
-    else:
-        frames(console, res.frames)
-    files = "  ".join(f"{k}: {v}" for k, v in res.files)
+def result(console: Console, res: DiffReport) -> None:
+    if isinstance(res, GpuDiff):
+        show(console, res)
+    elif isinstance(res, CpuDiff):
+        frames(console, res.pyspy)
+    files = "  ".join(f"{k}: {v}" for k, v in res.files.items())
     console.print(Text(files))

@@ -2,6 +2,7 @@
 
 from vllmdiag.plan.cells import (
     CellPlan,
+    arm_cell,
     arm_infos,
     arm_leg,
     cell_id,
@@ -19,6 +20,7 @@ __all__ = [
     "MatrixPlan",
     "PlannedCell",
     "PlannedLeg",
+    "arm_cell",
     "arm_infos",
     "arm_leg",
     "cell_id",

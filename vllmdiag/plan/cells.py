@@ -54,29 +54,36 @@ def arm_leg(recipe: Recipe, arm: Arm | None) -> LegSpec:
     return base
 
 
+def arm_cell(
+    recipe: Recipe, arm: Arm | None, workload: str, repeat: int = 1, *, name: str | None = None
+) -> CellPlan:
+    """One cell: the baseline (``arm`` None) or ``arm`` applied to it, on ``workload``.
+    ``name`` names the cell's column (default: the arm's name, or ``baseline``)."""
+    column = name or (BASELINE if arm is None else arm.name)
+    env = {**recipe.baseline.env, **recipe.workloads[workload].env}
+    flags = tuple(recipe.baseline.flags)
+    if arm is not None:
+        env.update(arm.env)
+        flags = _merge_flags(flags, arm.flag)
+    return CellPlan(
+        id=cell_id(repeat, column, workload),
+        arm=column,
+        workload=workload,
+        repeat=repeat,
+        leg=arm_leg(recipe, arm),
+        env=env,
+        flags=flags,
+    )
+
+
 def expand(recipe: Recipe) -> list[CellPlan]:
     columns: list[Arm | None] = [None, *recipe.arms, *recipe.controls]
-    cells = []
-    for rep in range(1, recipe.repeats + 1):
-        for arm in columns:
-            name = BASELINE if arm is None else arm.name
-            for wl in recipe.workloads:
-                env = {**recipe.baseline.env, **recipe.workloads[wl].env}
-                flags = tuple(recipe.baseline.flags)
-                if arm is not None:
-                    env.update(arm.env)
-                    flags = _merge_flags(flags, arm.flag)
-                cells.append(
-                    CellPlan(
-                        id=cell_id(rep, name, wl),
-                        arm=name,
-                        workload=wl,
-                        repeat=rep,
-                        leg=arm_leg(recipe, arm),
-                        env=env,
-                        flags=flags,
-                    )
-                )
+    cells = [
+        arm_cell(recipe, arm, wl, rep)
+        for rep in range(1, recipe.repeats + 1)
+        for arm in columns
+        for wl in recipe.workloads
+    ]
     ids = [c.id for c in cells]
     if len(set(ids)) != len(ids):  # the recipe refuses this at load; never overwrite a result
         clash = cell_id_clash([BASELINE, *(a.name for a in recipe.all_arms())], recipe.workloads)

@@ -8,11 +8,13 @@ refuses bad events by reason; :mod:`spans` does its interval arithmetic and
 group kernels. :mod:`leg` merges a side's files.
 
 Comparing: :mod:`diff` (pure) with :mod:`pairing` (kernel and op rows) and
-:mod:`reconcile` (warnings and the paragraph); :mod:`render` writes ``summary.md`` and a
-picture.
+:mod:`reconcile` (warnings and the paragraph); :mod:`report` is what ``diff.json`` and
+``--json`` hold; :mod:`render` writes ``summary.md`` and a picture.
 
-Capturing: :mod:`capture` runs one side under a backend (vLLM's own profiler switched
-on through :mod:`vllm_probe` / :mod:`vllm_flags`), :mod:`run` runs the sides into a run
-directory, :mod:`sides` and :mod:`recipe_run` take them from a recipe. :mod:`job` holds
-the jobs the CLI calls.
+Capturing: :mod:`capture` says how a backend runs a workload (vLLM's own profiler
+switched on through :mod:`vllm_probe` / :mod:`vllm_flags`), :mod:`executor` runs it as a
+cell; :mod:`sides` takes a recipe's two sides from the plan layer, :mod:`recipe_run`
+runs them through the cell runner, :mod:`run` captures on existing environments without
+a recipe. Both emit :mod:`events` into the run directory's ``run.jsonl`` and write
+:mod:`results` (``profile.json``); :mod:`job` holds the diffs the CLI calls.
 """

@@ -10,16 +10,14 @@ and the window delta (busy + idle) is reconciled against the wall clock
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from vllmdiag.profile import families, phases, reconcile
 from vllmdiag.profile.leg import LegProfile
 from vllmdiag.profile.pairing import KernelRow, OpRow, kernel_rows, label, op_rows
 from vllmdiag.profile.timeline import KernelStat
 
-__all__ = ["Diff", "FamilyRow", "KernelRow", "OpRow", "PhaseRow", "diff", "jsonable"]
+__all__ = ["Diff", "FamilyRow", "KernelRow", "OpRow", "PhaseRow", "diff", "kernel_table"]
 
 
 @dataclass(frozen=True)
@@ -63,78 +61,6 @@ class Diff:
     warnings: tuple[str, ...]
     reconciliation: str
     ops: tuple[OpRow, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON (never NaN or infinity: a non-finite number is null)."""
-        data: dict[str, Any] = jsonable(
-            {
-                "legs": [_leg_json(x) for x in (self.a, self.b)],
-                "delta_us": self.delta_us,
-                "busy_delta_us": self.busy_delta_us,
-                "idle_delta_us": self.idle_delta_us,
-                "window_delta_us": self.window_delta_us,
-                "launch_delta_us": self.launch_delta_us,
-                "wall_delta_us": self.wall_delta_us,
-                "explained": self.explained,
-                "per_step_us": list(self.per_step),
-                "per_token_us": list(self.per_token),
-                "families": [asdict(r) for r in self.families],
-                "top": [asdict(r) for r in self.top],
-                "ops": [asdict(r) for r in self.ops],
-                "phases": [asdict(r) for r in self.phases],
-                "warnings": list(self.warnings),
-                "reconciliation": self.reconciliation,
-            }
-        )
-        return data
-
-
-def jsonable(obj: Any) -> Any:
-    """``obj`` with tuples as lists and every non-finite float as None."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    return obj
-
-
-def _leg_json(leg: LegProfile) -> dict[str, Any]:
-    return {
-        "name": leg.name,
-        "kernels": leg.kernel_count,
-        "graph_kernels": leg.graph_kernel_count,
-        "memops": leg.memop_count,
-        "gpu_time_us": leg.gpu_time_us,
-        "gpu_busy_us": leg.gpu_busy_us,
-        "gpu_idle_us": leg.gpu_idle_us,
-        "window_us": leg.window_us,
-        "wall_us": leg.wall_us,
-        "wall_source": leg.wall_source,
-        "launch_us": leg.launch_us,
-        "launches": leg.launches,
-        "cpu_ops": leg.cpu_op_count,
-        "devices": leg.devices,
-        "steps": leg.step_count,
-        "output_tokens": leg.output_tokens,
-        "skipped_events": leg.skipped_count,
-        "skipped": dict(sorted(leg.skipped.items())),
-        "sources": list(leg.sources),
-        "top_kernels": [
-            {
-                "name": families.normalise(k.name),
-                "signature": k.name,
-                "family": k.family,
-                "count": k.count,
-                "graph_count": k.graph_count,
-                "total_us": k.total_us,
-                "mean_us": k.total_us / k.count if k.count else None,
-                "op": k.ops[0][0] if k.ops else None,
-            }
-            for k in kernel_table(leg)
-        ],
-    }
 
 
 def kernel_table(leg: LegProfile, n: int = 20) -> list[KernelStat]:

@@ -1,67 +1,29 @@
-"""The profile jobs the CLI calls: capture two sides and diff them; diff two captures.
+"""The profile diffs the CLI calls, and the end of every capture run.
 
-Each returns a frozen result the CLI renders (and prints as ``--json``); every file is
-written atomically under a directory of its own: ``<run>/diff`` for a profile run,
-otherwise a new ``runs/profile-diff-<time>`` (never beside an input).
+Each returns a frozen result the CLI renders (and prints as ``--json`` through the
+codec); every file is written atomically under a directory of its own: ``<run>/diff``
+for a profile run, otherwise a new ``runs/profile-diff-<time>`` (never beside an input).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from vllmdiag import atomic
+from vllmdiag import atomic, codec
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.events import Note, Observer
+from vllmdiag.model.outcome import CellResult
 from vllmdiag.profile import diff as diffmod
 from vllmdiag.profile import leg as legmod
 from vllmdiag.profile import pyspy, render
-from vllmdiag.profile.capture import Workload
-from vllmdiag.profile.run import Journal, LegTarget, Observer, ProfileRun, load_run, profile_legs
+from vllmdiag.profile.capture import GPU_BACKENDS, Backend, CaptureResult
+from vllmdiag.profile.report import CpuDiff, DiffReport, GpuDiff, gpu_report
+from vllmdiag.profile.results import ProfileOutcome, ProfileRun, load_run, write_run
 
-GPU_BACKENDS = ("torch", "nsys")
 _SUFFIXES = (".gz", ".json", ".sqlite", ".txt", ".pyspy", ".folded", ".raw")
-
-
-@dataclass(frozen=True)
-class DiffResult:
-    """Two captures compared: the GPU diff (None for a CPU-only py-spy comparison), the
-    py-spy frames whose share moved, and the files written."""
-
-    names: tuple[str, str]
-    out: Path
-    diff: diffmod.Diff | None
-    frames: tuple[pyspy.FrameRow, ...]
-    files: tuple[tuple[str, Path], ...]
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = self.diff.to_json() if self.diff is not None else {}
-        data["pyspy"] = diffmod.jsonable([f.__dict__ for f in self.frames])
-        data["files"] = {k: str(v) for k, v in self.files}
-        return data
-
-
-@dataclass(frozen=True)
-class ProfileOutcome:
-    """A capture run and its diff (None when fewer than two sides captured)."""
-
-    run: ProfileRun
-    result: DiffResult | None
-
-    @property
-    def failed(self) -> bool:
-        """Some capture failed and nothing could be compared."""
-        return self.result is None and any(not c.ok for c in self.run.captures)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"run": self.run.to_json()}
-        if self.result is not None:
-            key = "diff" if self.result.diff is not None else "pyspy"
-            data = self.result.to_json()
-            out[key] = data if key == "diff" else data["pyspy"]
-        return out
 
 
 def fresh_dir(runs_root: Path, prefix: str) -> Path:
@@ -76,23 +38,6 @@ def fresh_dir(runs_root: Path, prefix: str) -> Path:
         except FileExistsError:
             n += 1
             path = runs_root / f"{prefix}-{stamp}-{n}"
-
-
-def targets_from_paths(values: Sequence[str]) -> list[LegTarget]:
-    """``NAME=PATH`` of existing venvs (or their pythons), adopted through the env cache."""
-    from vllmdiag.envs import EnvCache, LegSpec
-
-    out = []
-    for value in values:
-        name, sep, path = value.partition("=")
-        if not sep or not name or not path:
-            raise VllmdiagError(
-                f"--leg takes NAME=PATH, not {value!r}",
-                hint="e.g. --leg old=/opt/venvs/vllm-0.18 (a venv or its python)",
-            )
-        env = EnvCache().ensure(LegSpec(name, existing=Path(path).expanduser()))
-        out.append(LegTarget(name, env.python))
-    return out
 
 
 def label(path: Path) -> str:
@@ -135,23 +80,30 @@ def merge_spy(files: Sequence[Path]) -> pyspy.PySpyProfile:
                               inc, own, sum(p.processes for p in parts))  # fmt: skip
 
 
-def diff_gpu(a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path) -> DiffResult:
-    """Diff two GPU captures (and the py-spy outputs beside them, when both have some)."""
+def diff_gpu(
+    a: Path,
+    b: Path,
+    name_a: str,
+    name_b: str,
+    top: int,
+    out: Path,
+    spy: tuple[list[Path], list[Path]] | None = None,
+) -> GpuDiff:
+    """Diff two GPU captures, and the py-spy outputs of the sides when both have some
+    (``spy``; default: found beside the captures)."""
     la, lb = legmod.load(a, name_a), legmod.load(b, name_b)
     if la.name == lb.name:  # e.g. two files both called trace.json.gz
         la, lb = replace(la, name=f"A:{la.name}"), replace(lb, name=f"B:{lb.name}")
     d = diffmod.diff(la, lb, top=top)
-    frames: tuple[pyspy.FrameRow, ...] = ()
-    sa, sb = _pyspy_near(a), _pyspy_near(b)
-    if sa and sb:
-        frames = pyspy.diff(merge_spy(sa), merge_spy(sb), top=top)
-    files = render.write(d, out, frames)
-    atomic.write_json(out / "diff.json", {**d.to_json(), "pyspy": [f.__dict__ for f in frames]})
-    files["json"] = out / "diff.json"
-    return DiffResult((la.name, lb.name), out, d, frames, tuple(files.items()))
+    sa, sb = spy if spy is not None else (_pyspy_near(a), _pyspy_near(b))
+    frames = pyspy.diff(merge_spy(sa), merge_spy(sb), top=top) if sa and sb else ()
+    files = {**render.write(d, out, frames), "json": out / "diff.json"}
+    report = gpu_report(d, frames, files)
+    atomic.write_json(out / "diff.json", codec.dump(report))
+    return report
 
 
-def diff_pyspy(a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path) -> DiffResult:
+def diff_pyspy(a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path) -> CpuDiff:
     """The CPU side only: py-spy frames whose sample share moved."""
     fa, fb = pyspy.find(a), pyspy.find(b)
     if not fa or not fb:
@@ -160,30 +112,33 @@ def diff_pyspy(a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path) 
             hint="record with: py-spy record --format raw -o NAME.pyspy.txt",
         )
     frames = pyspy.diff(merge_spy(fa), merge_spy(fb), top=top)
+    out.mkdir(parents=True, exist_ok=True)
     atomic.write_text(out / "summary.md", render.pyspy_markdown(name_a, name_b, frames))
-    atomic.write_json(out / "pyspy.json", [f.__dict__ for f in frames])
-    files = (("summary", out / "summary.md"), ("json", out / "pyspy.json"))
-    return DiffResult((name_a, name_b), out, None, frames, files)
+    atomic.write_json(out / "pyspy.json", codec.dump(frames))
+    files = {"summary": out / "summary.md", "json": out / "pyspy.json"}
+    return CpuDiff((name_a, name_b), frames, files)
 
 
-def diff_run(run: ProfileRun, top: int, out: Path | None = None) -> DiffResult | None:
+def diff_run(run: ProfileRun, top: int, out: Path | None = None) -> DiffReport | None:
     """The first two sides of a run with a GPU capture, else with py-spy output; None
     when fewer than two sides have either."""
     dest = out or run.out / "diff"
     gpu = run.sides(GPU_BACKENDS)
     if len(gpu) >= 2:
         (na, pa), (nb, pb) = gpu[:2]
-        return diff_gpu(pa, pb, na, nb, top, dest)
-    spy = run.sides(("py-spy",))
-    if len(spy) >= 2:
-        (na, pa), (nb, pb) = spy[:2]
+        spy = [run.capture(n, (Backend.PYSPY,)) for n in (na, nb)]
+        both = (pyspy.find(spy[0].out), pyspy.find(spy[1].out)) if spy[0] and spy[1] else None
+        return diff_gpu(pa, pb, na, nb, top, dest, both)
+    cpu = run.sides((Backend.PYSPY,))
+    if len(cpu) >= 2:
+        (na, pa), (nb, pb) = cpu[:2]
         return diff_pyspy(pa, pb, na, nb, top, dest)
     return None
 
 
 def diff_inputs(
     a: Path, b: Path | None, *, out: Path | None, top: int, runs_root: Path
-) -> DiffResult:
+) -> DiffReport:
     """``vllmdiag profile diff``: a profile run directory, or two captures (run or
     capture directories, Kineto or nsys traces, py-spy outputs)."""
     if b is None:
@@ -205,7 +160,7 @@ def diff_inputs(
                 "this is a whole profile run (all its sides), not one capture",
                 where=str(path),
                 hint=f"diff its sides with: vllmdiag profile diff {path}; or name one "
-                f"side's capture: {path}/SIDE/torch",
+                f"side's capture directory inside it",
             )
     for path in (a, b):
         legmod.trace_files(path)  # a missing path: its error comes before any output
@@ -215,18 +170,39 @@ def diff_inputs(
     return diff_gpu(a, b, label(a), label(b), top, dest)
 
 
-def capture_and_diff(
-    targets: Sequence[LegTarget],
-    workload: Workload,
-    out: Path,
-    backends: Sequence[str],
+def window_warnings(captures: Sequence[CaptureResult]) -> tuple[str, ...]:
+    """vLLM sides whose profiler could not be given the same captured window."""
+    how = {c.leg: c.notes for c in captures if c.backend is Backend.TORCH and c.ok and c.notes}
+    if len(set(how.values())) > 1:
+        detail = "; ".join(f"{side}: {' '.join(n)}" for side, n in how.items())
+        return (f"the sides' profilers were switched on differently ({detail}): the captured "
+                "windows may differ, compare per-step figures",)  # fmt: skip
+    return ()
+
+
+def outcome_of(
+    run_dir: Path,
+    captures: Sequence[CaptureResult],
     top: int,
+    emit: Observer[Note],
     *,
-    observer: Observer | None = None,
-    journal: Journal | None = None,
-    timeout: float | None = 3600,
+    cells: Sequence[CellResult] = (),
+    interrupted: bool = False,
+    stopped_by: str | None = None,
 ) -> ProfileOutcome:
-    """Capture every side serially into ``out``, then diff the first two."""
-    run = profile_legs(targets, workload, out, backends, observer=observer, journal=journal,
-                       timeout=timeout)  # fmt: skip
-    return ProfileOutcome(run, diff_run(run, top))
+    """The end of a capture run: its warnings said, ``profile.json`` written, and (unless
+    it was stopped) its first two sides diffed."""
+    warnings = window_warnings(captures)
+    for w in warnings:
+        emit(Note("warning", w))
+    run = ProfileRun(run_dir, tuple(captures), warnings)
+    write_run(run)
+    result = None if interrupted else diff_run(run, top)
+    return ProfileOutcome(
+        run,
+        diff=result if isinstance(result, GpuDiff) else None,
+        pyspy=result if isinstance(result, CpuDiff) else None,
+        cells=tuple(cells),
+        interrupted=interrupted,
+        stopped_by=stopped_by,
+    )

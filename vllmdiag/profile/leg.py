@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,13 @@ _NOT_TRACES = {
 
 class CaptureError(VllmdiagError):
     """A capture that holds no GPU work: it failed, whatever files it left."""
+
+
+class WallClock(Enum):
+    """What measured a side's wall clock of the profiled window."""
+
+    LAUNCHER = "launcher clock"
+    TRACED_STEPS = "traced CPU steps"
 
 
 @dataclass(frozen=True)
@@ -106,11 +114,11 @@ class LegProfile:
         return wall if wall is not None else self.step_span_us
 
     @property
-    def wall_source(self) -> str | None:
+    def wall_source(self) -> WallClock | None:
         """What :attr:`wall_us` measured."""
         if self.launcher_wall_us is not None:
-            return "launcher clock"
-        return "traced CPU steps" if self.step_span_us is not None else None
+            return WallClock.LAUNCHER
+        return WallClock.TRACED_STEPS if self.step_span_us is not None else None
 
     @property
     def skipped_count(self) -> int:

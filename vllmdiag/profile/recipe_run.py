@@ -1,111 +1,194 @@
-"""``vllmdiag profile RECIPE --legs A B | --arms A B``: a recipe's sides as capture targets.
+"""``vllmdiag profile RECIPE --legs A B | --arms A B``: a recipe's two sides, captured.
 
-Sides come from :mod:`sides`; their legs are built (or adopted, for ``path:`` legs)
-through the env cache, once per distinct leg; each side's workload is rendered with its
-own flags and environment. A workload whose command is ``{python} SCRIPT.py ...`` is
-driven by the torch launcher; ``vllm ...`` switches on vLLM's own profiler.
+Each (side, backend) is one cell of the recipe (:mod:`sides`), run through the cell runner
+(:func:`~vllmdiag.runner.run_cells`) under :func:`~vllmdiag.measuring.measuring` with a
+:class:`~vllmdiag.profile.executor.CaptureExecutor`: legs built and hygiene-checked,
+each cell journaled, judged and resumable exactly as a matrix cell. An nsys capture that
+fails is followed by a torch capture of its side (unless torch was asked for anyway).
+Then ``profile.json`` records the captures the cells left in their output directories,
+and the first two sides are diffed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from vllmdiag.config import load_recipe
-from vllmdiag.envs import EnvCache
+from vllmdiag import proc
+from vllmdiag.envs.cache import EnvCache
 from vllmdiag.errors import ConfigError
-from vllmdiag.journal import RunDir
+from vllmdiag.events import Note, Observer, ignore
+from vllmdiag.journal import JournalSink, RunDir
+from vllmdiag.measuring import measuring
+from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
-from vllmdiag.plan import workloads
-from vllmdiag.profile.capture import OUT_DIR, PYTHON, Workload
-from vllmdiag.profile.run import Journal, LegTarget
-from vllmdiag.profile.sides import SidePlan, plan_sides
+from vllmdiag.plan import CellPlan
+from vllmdiag.plan import workloads as wlmod
+from vllmdiag.profile.capture import Backend, CaptureResult, CaptureSettings, fallback
+from vllmdiag.profile.events import OWN_EVENTS, CaptureFallback, ProfileEvent, ProfileStarted
+from vllmdiag.profile.executor import CaptureExecutor, CellCapture, read_record
+from vllmdiag.profile.job import outcome_of
+from vllmdiag.profile.results import ProfileOutcome
+from vllmdiag.profile.sides import Side, plan_sides
+from vllmdiag.runner import RunOptions, run_cells
+from vllmdiag.runner.events import CellsEvent, RunStarted
 
 
 @dataclass(frozen=True)
-class Prepared:
-    """Everything a recipe's profile run needs, its environments ready."""
+class ProfileRequest:
+    """A recipe's profile: which sides (``legs``, or ``arms`` on ``leg``), which
+    workload, which backends, and where and how the cells run."""
 
-    targets: list[LegTarget]
-    workload: Workload
-    out: Path
-    journal: Journal
-    timeout: float
-
-
-def _workload_name(recipe: Recipe, recipe_path: Path, workload: str | None) -> str:
-    names = list(recipe.workloads)
-    if workload is None:
-        if len(names) != 1:
-            raise ConfigError(
-                f"recipe {recipe.name!r} has {len(names)} workloads; pick one with --workload",
-                where=str(recipe_path),
-                hint=f"workloads: {', '.join(names)}",
-            )
-        return names[0]
-    if workload not in recipe.workloads:
-        raise ConfigError(
-            f"no workload {workload!r} in recipe {recipe.name!r}",
-            where=str(recipe_path),
-            hint=f"workloads: {', '.join(names)}",
-        )
-    return workload
+    recipe: Recipe
+    legs: tuple[str, ...] = ()
+    arms: tuple[str, ...] = ()
+    leg: str | None = None
+    workload: str | None = None
+    backends: tuple[Backend, ...] = (Backend.TORCH,)
+    settings: CaptureSettings = field(default_factory=CaptureSettings)
+    top: int = 15
+    out: Path | None = None
+    resume: Path | None = None
+    runs_root: Path = Path("runs")
+    grace_s: float = proc.DEFAULT_GRACE_S
+    allow_contaminated: bool = False
+    wait: bool = False  # queue behind another job holding the node lock
+    cache: EnvCache = field(default_factory=EnvCache)
 
 
-def side_workload(
-    recipe: Recipe, name: str, side: SidePlan, *, warmup: int, steps: int
-) -> Workload:
-    """The side's workload: the recipe's command with the side's flags and environment
-    (``{python}`` and ``{out_dir}`` are filled in per capture)."""
-    wl = recipe.workloads[name]
-    argv = workloads.render(wl, name=name, flags=side.flags, out_dir=Path(OUT_DIR),
-                            recipe_dir=recipe.recipe_dir, python=Path(PYTHON))  # fmt: skip
-    env = {**side.env, **wl.env}
-    if len(argv) >= 2 and argv[0] == PYTHON and argv[1].endswith(".py"):
-        return Workload(script=Path(argv[1]), script_args=tuple(argv[2:]), warmup=warmup,
-                        steps=steps, env=env)  # fmt: skip
-    return Workload(argv=tuple(argv), warmup=warmup, steps=steps, env=env)
-
-
-def prepare(
-    recipe_path: Path,
-    legs: Sequence[str],
-    workload: str | None,
-    *,
-    warmup: int,
-    steps: int,
-    out: Path | None,
-    runs_root: Path,
-    arms: Sequence[str] = (),
-    leg: str | None = None,
-    say: Callable[[str], object] = lambda _m: None,
-) -> Prepared:
-    recipe = load_recipe(recipe_path)
-    sides = plan_sides(recipe, legs, arms, leg)  # every name checked before anything runs
-    name = _workload_name(recipe, recipe_path, workload)
-    per_side = [side_workload(recipe, name, s, warmup=warmup, steps=steps) for s in sides]
-    run = RunDir.create(f"profile-{recipe.name}", out=out, runs_root=runs_root)
-    cache = EnvCache()
-    pythons: dict[str, Path] = {}
-    targets = []
-    for side, w in zip(sides, per_side, strict=True):
-        key = side.leg.key()
-        if key not in pythons:
-            say(f"leg {side.leg.name}: preparing environment")
-            env = cache.ensure(side.leg, log=run.path / f"env-{side.leg.name}.log")
-            pythons[key] = env.python
-        targets.append(LegTarget(side.name, pythons[key], w))
-    run.event(
-        "profile_started",
-        recipe=recipe.name,
-        legs=[s.name for s in sides],
-        sides=[s.describe() for s in sides],
-        workload=name,
-        argv=[list(w.argv) or [str(w.script), *w.script_args] for w in per_side],
+def profile_recipe(
+    req: ProfileRequest, observer: Observer[ProfileEvent] = ignore
+) -> ProfileOutcome:
+    """Capture the request's two sides and diff them (see the module's docstring)."""
+    sides = plan_sides(req.recipe, req.legs, req.arms, req.leg, req.workload)
+    for side in sides:  # a bad placeholder is a ConfigError before anything runs
+        wlmod.render(req.recipe.workloads[side.cell.workload], name=side.cell.workload,
+                     flags=side.flags, out_dir=Path("OUT"), recipe_dir=req.recipe.recipe_dir,
+                     python=Path("python"))  # fmt: skip
+    if not req.backends:
+        raise ConfigError("no capture backend", hint="e.g. -c torch")
+    job = _Profile(req, sides, observer)
+    if req.resume is not None:
+        job.check_resumable(req.resume)
+    with measuring(wait=req.wait, observer=job.emit) as stop:
+        ran = run_cells(req.recipe, job.cells, job.options(), job.observe)
+    captures = tuple(job.capture_of(r) for r in ran.results)
+    return outcome_of(
+        ran.run_dir,
+        captures,
+        req.top,
+        job.emit,
+        cells=ran.results,
+        interrupted=ran.interrupted,
+        stopped_by=(stop.signame or "SIGINT") if ran.interrupted else None,
     )
 
-    def journal(event: str, fields: dict[str, object]) -> None:
-        run.event(event, **fields)
 
-    return Prepared(targets, per_side[0], run.path, journal, recipe.timeout)
+class _Profile:
+    """The job's cells, its executor, and the journal of its own events."""
+
+    def __init__(
+        self, req: ProfileRequest, sides: Sequence[Side], observer: Observer[ProfileEvent]
+    ) -> None:
+        self.req = req
+        self.sides = sides
+        self.observer = observer
+        self.executor = CaptureExecutor(req.settings, self.emit)
+        self.planned: dict[str, tuple[Side, Backend]] = {}
+        self.cells = [self._cell(s, b) for s in sides for b in req.backends]
+        self.journal: JournalSink | None = None
+        self.run: RunDir | None = None
+
+    def job(self) -> dict[str, str]:
+        """What ``run_started`` records of this profile (a resume must ask the same)."""
+        return {
+            "job": "profile",
+            "workload": self.sides[0].cell.workload,
+            "sides": "; ".join(s.describe() for s in self.sides),
+            "capture": ",".join(b.value for b in self.req.backends),
+            "warmup": str(self.req.settings.warmup),
+            "steps": str(self.req.settings.steps),
+        }
+
+    def options(self) -> RunOptions:
+        r = self.req
+        return RunOptions(out=r.out, resume=r.resume, runs_root=r.runs_root,
+                          name=f"profile-{r.recipe.name}", grace_s=r.grace_s,
+                          allow_contaminated=r.allow_contaminated, executor=self.executor,
+                          cache=r.cache, job=self.job(), follow_up=self.follow_up)  # fmt: skip
+
+    def check_resumable(self, path: Path) -> None:
+        """A run resumes only with the sides, workload and capture settings it began
+        with (a capture made with other settings is not the same measurement)."""
+        events = RunDir.resume(path, self.req.recipe.name).events()
+        began = next((e.get("job") for e in events if e.get("event") == "run_started"), None)
+        asked = self.job()
+        if not isinstance(began, dict) or began.get("job") != "profile":
+            raise ConfigError("not a profile run directory", where=str(path),
+                              hint="resume a run 'vllmdiag profile RECIPE' made")  # fmt: skip
+        differ = [k for k in asked if began.get(k) != asked[k]]
+        if differ:
+            was = ", ".join(f"{k}: {began.get(k)!r}" for k in differ)
+            raise ConfigError(
+                f"this run was started with other options ({was})",
+                where=str(path),
+                hint="resume it with the options it began with, or start a new run",
+            )
+
+    def _cell(self, side: Side, which: Backend) -> CellPlan:
+        cell = replace(side.cell, id=f"{side.cell.id}.{which.dirname}")
+        self.executor.plan[cell.id] = CellCapture(side.name, which)
+        self.planned[cell.id] = (side, which)
+        return cell
+
+    def emit(self, event: ProfileEvent) -> None:
+        """The profile's own events: journaled (once the run directory exists) and shown."""
+        if self.journal is not None and isinstance(event, (*OWN_EVENTS, Note)):
+            self.journal(event)
+        self.observer(event)
+
+    def observe(self, event: CellsEvent) -> None:
+        """The runner's events (it journals them itself): shown; its start opens the
+        journal of the profile's own events in the same ``run.jsonl``."""
+        self.observer(event)
+        if isinstance(event, RunStarted):
+            self.run = RunDir(event.run_dir)
+            self.journal = JournalSink(self.run)
+            self.emit(ProfileStarted(event.run_dir, tuple(s.describe() for s in self.sides),
+                                     self.sides[0].cell.workload, self.req.backends,
+                                     self.req.settings.warmup,
+                                     self.req.settings.steps))  # fmt: skip
+
+    def follow_up(self, cell: CellPlan, result: CellResult) -> list[CellPlan]:
+        """A side whose nsys capture failed is captured with torch next."""
+        side, which = self.planned[cell.id]
+        captured = self._captured(result)
+        instead = fallback(which, captured, self.req.backends) if captured else None
+        if captured is None or instead is None:
+            return []
+        self.emit(CaptureFallback(side.name, which, instead, captured.reason or ""))
+        return [self._cell(side, instead)]
+
+    def _captured(self, result: CellResult) -> CaptureResult | None:
+        """The cell's capture: made by this run, else (a result reused on resume) its
+        record; None when the cell never captured (its leg failed, the run stopped)."""
+        made = self.executor.captures.get(result.id)
+        if made is not None or not result.outcome.is_result or self.run is None:
+            return made
+        found = read_record(self.run.out_dir(result.id))
+        if found is None:
+            return None
+        return replace(found, out=self.run.out_dir(result.id), log=self.run.log_path(result.id))
+
+    def capture_of(self, result: CellResult) -> CaptureResult:
+        """What a cell's capture came to; a cell that never captured is a failed capture
+        saying why."""
+        found = self._captured(result)
+        if found is not None:
+            return found
+        assert self.run is not None
+        side, which = self.planned[result.id]
+        reason = result.reason or f"the cell ended {result.outcome.value}"
+        return CaptureResult(side.name, which, False, self.run.out_dir(result.id), (), reason,
+                             0.0, self.run.log_path(result.id), cell=result.id)  # fmt: skip

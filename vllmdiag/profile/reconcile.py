@@ -11,12 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vllmdiag.profile import phases
-from vllmdiag.profile.leg import LegProfile
+from vllmdiag.profile.leg import LegProfile, WallClock
 
 if TYPE_CHECKING:
     from vllmdiag.profile.diff import Diff
 
 WORK_TOLERANCE = 0.02  # legs whose step or token counts differ more than this: warn
+
+
+def _clock(source: WallClock | None) -> str:
+    return source.value if source is not None else "none"
 
 
 def _pct(x: float) -> str:
@@ -54,8 +58,8 @@ def warnings(a: LegProfile, b: LegProfile) -> tuple[str, ...]:
         out.append(f"the legs traced different GPU counts ({a.devices} vs {b.devices})")
     if a.wall_source != b.wall_source:
         out.append(
-            f"the legs' clocks differ ({a.name}: {a.wall_source or 'none'}, {b.name}: "
-            f"{b.wall_source or 'none'}): the gap is the capture windows' instead"
+            f"the legs' clocks differ ({a.name}: {_clock(a.wall_source)}, {b.name}: "
+            f"{_clock(b.wall_source)}): the gap is the capture windows' instead"
         )
     for leg in (a, b):
         if leg.skipped:
@@ -68,7 +72,7 @@ def paragraph(d: Diff) -> str:
     a, b = d.a, d.b
     parts = []
     if d.wall_delta_us is not None and a.wall_us:
-        clock = "wall clock" if a.wall_source == "launcher clock" else "traced step span (CPU)"
+        clock = "wall clock" if a.wall_source is WallClock.LAUNCHER else "traced step span (CPU)"
         what = f"{clock} {_ms(d.wall_delta_us)} ({_pct(d.wall_delta_us / a.wall_us)})"
     else:
         rel = _share(d.window_delta_us, a.window_us)

@@ -13,6 +13,7 @@ from pathlib import Path
 from vllmdiag import atomic
 from vllmdiag.profile import families
 from vllmdiag.profile.diff import Diff, kernel_table
+from vllmdiag.profile.leg import WallClock
 from vllmdiag.profile.pyspy import FrameRow
 
 COLOURS = {
@@ -25,6 +26,10 @@ COLOURS = {
     families.OTHER: "#b07aa1",
 }
 IDLE = "#d3d3d3"
+
+
+def _clock(source: WallClock | None) -> str:
+    return source.value if source is not None else "none"
 
 
 def _ms(us: float | None) -> str:
@@ -78,7 +83,7 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
         ("GPU busy (ms)", a.gpu_busy_us, b.gpu_busy_us),
         ("GPU idle (ms)", a.gpu_idle_us, b.gpu_idle_us),
         ("capture window (ms)", a.window_us, b.window_us),
-        (f"wall clock (ms; {a.wall_source or 'none'})", a.wall_us, b.wall_us),
+        (f"wall clock (ms; {_clock(a.wall_source)})", a.wall_us, b.wall_us),
         ("CPU in launch calls (ms)", a.launch_us, b.launch_us),
         ("GPU time per step (ms)", d.per_step[0], d.per_step[1]),
         ("GPU time per output token (ms)", d.per_token[0], d.per_token[1]),

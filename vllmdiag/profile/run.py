@@ -1,161 +1,134 @@
-"""Capture one workload on several legs, serially, into one run directory.
+"""``vllmdiag profile capture --leg NAME=PATH ...``: one workload on existing
+environments, no recipe.
 
-``<run>/<leg>/<backend>/`` per capture, ``<run>/journal.jsonl`` (one line per capture
-started/finished, appended as it happens, so an interrupted run still says what it
-did) and ``<run>/profile.json`` (the outcome). A leg whose capture fails says why; the
-other legs' data is kept. An nsys capture that cannot produce a report falls back to
-the torch profiler (when torch was not asked for anyway).
+The thin path beside a recipe's profile (:mod:`recipe_run`): the same capture executor,
+the same run directory (``run.jsonl`` through :class:`~vllmdiag.journal.RunDir` and
+:class:`~vllmdiag.journal.JournalSink`, ``cells/<side>.<backend>/`` per capture,
+``profile.json``), the same events, under :func:`~vllmdiag.measuring.measuring`; only
+no recipe, so no cells are planned, judged or resumed. A side whose capture fails says
+why and the others' data is kept; a failed nsys capture is followed by a torch one.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmdiag import atomic
+from vllmdiag import proc
+from vllmdiag.envs import EnvCache, LegSpec
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.profile.capture import BACKENDS, CaptureResult, Workload, capture
-
-SCHEMA = 1
+from vllmdiag.events import Note, Observer, fan_out, ignore
+from vllmdiag.journal import JournalSink, RunDir
+from vllmdiag.measuring import measuring
+from vllmdiag.profile.capture import Backend, CaptureResult, CaptureUnavailable, fallback
+from vllmdiag.profile.events import CaptureFallback, ProfileEvent, ProfileStarted
+from vllmdiag.profile.executor import CaptureExecutor, CellCapture, Workload
+from vllmdiag.profile.job import outcome_of
+from vllmdiag.profile.results import ProfileOutcome
+from vllmdiag.runner.executor import CellTask
 
 
 @dataclass(frozen=True)
 class LegTarget:
-    """One side of a profile: a name, the leg's python, and (for an arm on a leg) the
-    side's own workload, which replaces the run's shared one."""
+    """One side of a capture run: its name and the leg's python."""
 
     name: str
     python: Path
-    workload: Workload | None = None
 
 
-@dataclass(frozen=True)
-class ProfileRun:
-    out: Path
-    captures: tuple[CaptureResult, ...]
-    warnings: tuple[str, ...] = ()
-
-    def leg_dir(self, leg: str, backend: str) -> Path | None:
-        for c in self.captures:
-            if c.leg == leg and c.backend == backend and c.ok:
-                return c.out
-        return None
-
-    def sides(self, backends: Sequence[str]) -> list[tuple[str, Path]]:
-        """(side, capture directory) of each side with a good capture of one of
-        ``backends`` (the first that has one), in run order."""
-        out = []
-        for leg in dict.fromkeys(c.leg for c in self.captures):
-            for backend in backends:
-                d = self.leg_dir(leg, backend)
-                if d is not None:
-                    out.append((leg, d))
-                    break
-        return out
-
-    def to_json(self) -> dict[str, object]:
-        return {"schema": SCHEMA, "out": str(self.out), "warnings": list(self.warnings),
-                "captures": [c.to_json() for c in self.captures]}  # fmt: skip
-
-    @classmethod
-    def from_json(cls, data: object, root: Path) -> ProfileRun:
-        """The run ``profile.json`` describes, its paths under ``root`` (where the run
-        directory is now)."""
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"schema {data.get('schema')!r}; this vllmdiag reads {SCHEMA}")
-        caps = data.get("captures")
-        warns = data.get("warnings", [])
-        if not isinstance(caps, list) or not isinstance(warns, list):
-            raise ValueError("'captures' and 'warnings' must be lists")
-        return cls(root, tuple(CaptureResult.from_json(c, root) for c in caps),
-                   tuple(str(w) for w in warns))  # fmt: skip
-
-
-Observer = Callable[[str, CaptureResult | None, str], None]
-Journal = Callable[[str, dict[str, object]], None]
-
-
-def jsonl_journal(out: Path) -> Journal:
-    """Events appended to ``<out>/journal.jsonl`` as they happen."""
-
-    def write(event: str, fields: dict[str, object]) -> None:
-        record = {"schema": SCHEMA, "t": time.time(), "event": event, **fields}
-        atomic.append_jsonl(out / "journal.jsonl", record)
-
-    return write
-
-
-def profile_legs(
-    legs: Sequence[LegTarget],
-    workload: Workload,
-    out: Path,
-    backends: Sequence[str] = ("torch",),
-    *,
-    observer: Observer | None = None,
-    journal: Journal | None = None,
-    timeout: float | None = 3600,
-) -> ProfileRun:
-    for b in backends:
-        if b not in BACKENDS:
-            raise VllmdiagError(f"unknown capture {b!r}", hint=f"use one of {', '.join(BACKENDS)}")
-    names = [leg.name for leg in legs]
+def targets_from_paths(values: Sequence[str], cache: EnvCache | None = None) -> list[LegTarget]:
+    """``NAME=PATH`` of existing venvs (or their pythons), adopted through the env cache."""
+    out = []
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise VllmdiagError(
+                f"--leg takes NAME=PATH, not {value!r}",
+                hint="e.g. --leg old=/opt/venvs/vllm-0.18 (a venv or its python)",
+            )
+        env = (cache or EnvCache()).ensure(LegSpec(name, existing=Path(path).expanduser()))
+        out.append(LegTarget(name, env.python))
+    names = [t.name for t in out]
     if len(set(names)) != len(names):
-        raise VllmdiagError(f"leg names must differ: {names}")
-    out.mkdir(parents=True, exist_ok=True)
-    note = journal or jsonl_journal(out)
-    results: list[CaptureResult] = []
-    for leg in legs:
-        todo = list(backends)
-        while todo:
-            backend = todo.pop(0)
-            if observer:
-                observer(leg.name, None, backend)
-            note("capture_started", {"leg": leg.name, "backend": backend})
-            res = capture(leg.name, leg.python, leg.workload or workload, out / leg.name,
-                          backend, timeout=timeout)  # fmt: skip
-            results.append(res)
-            note("capture_finished", res.to_json())
-            if observer:
-                observer(leg.name, res, backend)
-            if backend == "nsys" and not res.ok and "torch" not in backends:
-                todo.insert(0, "torch")  # fall back, and say so in the journal
-                note("capture_fallback", {"leg": leg.name, "from": "nsys", "to": "torch",
-                                          "reason": res.reason})  # fmt: skip
-    warnings = _window_warnings(results)
-    for w in warnings:
-        note("warning", {"message": w})
-    run = ProfileRun(out, tuple(results), warnings)
-    atomic.write_json(out / "profile.json", run.to_json())
-    return run
+        raise VllmdiagError(f"side names must differ: {', '.join(names)}",
+                            hint="give each --leg its own NAME")  # fmt: skip
+    return out
 
 
-def _window_warnings(results: Sequence[CaptureResult]) -> tuple[str, ...]:
-    """vLLM legs whose profiler could not be given the same captured window."""
-    how = {c.leg: c.notes for c in results if c.backend == "torch" and c.ok and c.notes}
-    if len(set(how.values())) > 1:
-        detail = "; ".join(f"{leg}: {' '.join(n)}" for leg, n in how.items())
-        return (f"the legs' profilers were switched on differently ({detail}): the captured "
-                "windows may differ, compare per-step figures",)  # fmt: skip
-    return ()
+def capture_legs(
+    targets: Sequence[LegTarget],
+    workload: Workload,
+    backends: Sequence[Backend] = (Backend.TORCH,),
+    *,
+    out: Path | None = None,
+    runs_root: Path = Path("runs"),
+    top: int = 15,
+    timeout: float = 3600,
+    grace_s: float = proc.DEFAULT_GRACE_S,
+    wait: bool = False,
+    observer: Observer[ProfileEvent] = ignore,
+) -> ProfileOutcome:
+    """Capture ``workload`` on every target serially, then diff the first two sides."""
+    if workload.script is None and not workload.argv:
+        raise VllmdiagError("a workload needs a script or a command line")
+    if not backends:
+        raise VllmdiagError("no capture backend", hint="e.g. -c torch")
+    names = [t.name for t in targets]
+    if len(set(names)) != len(names):
+        raise VllmdiagError(f"side names must differ: {', '.join(names)}")
+    with measuring(wait=wait, observer=observer) as stop:
+        run = RunDir.create("profile-capture", out=out, runs_root=runs_root,
+                            warn=lambda text: observer(Note("warning", text)))  # fmt: skip
+        emit: Observer[ProfileEvent] = fan_out(JournalSink(run), observer)
+        what = shown(workload)
+        sides = tuple(f"{t.name}: {t.python}" for t in targets)
+        emit(ProfileStarted(run.path, sides, what, tuple(backends), workload.warmup,
+                            workload.steps))  # fmt: skip
+        executor = CaptureExecutor(workload.settings, emit, workdir=Path.cwd())
+        captures: list[CaptureResult] = []
+        interrupted = False
+        try:
+            for target in targets:
+                todo = list(backends)
+                while todo:
+                    which = todo.pop(0)
+                    got = _one(run, executor, target, workload, which, timeout, grace_s)
+                    captures.append(got)
+                    instead = fallback(which, got, backends)
+                    if instead is not None:
+                        emit(CaptureFallback(target.name, which, instead, got.reason or ""))
+                        todo.insert(0, instead)
+        except KeyboardInterrupt:
+            interrupted = True
+    return outcome_of(run.path, captures, top, emit, interrupted=interrupted,
+                      stopped_by=(stop.signame or "SIGINT") if interrupted else None)  # fmt: skip
 
 
-def load_run(path: Path) -> ProfileRun | None:
-    """The run a directory's ``profile.json`` describes, or None if ``path`` is not a
-    profile run directory; a ``profile.json`` that does not read back is an error."""
-    f = path / "profile.json"
-    if not f.is_file():
-        return None
+def shown(w: Workload) -> str:
+    """The workload as the journal names it."""
+    return " ".join([str(w.script), *w.script_args] if w.script else w.argv)
+
+
+def _one(
+    run: RunDir,
+    executor: CaptureExecutor,
+    target: LegTarget,
+    w: Workload,
+    which: Backend,
+    timeout: float,
+    grace_s: float,
+) -> CaptureResult:
+    cell = f"{target.name}.{which.dirname}"
+    run.prepare_cell(cell)
+    dest = run.out_dir(cell)
+    executor.plan[cell] = CellCapture(target.name, which, script=w.script is not None)
+    task = CellTask(cell, w.render(target.python, dest), w.environ(target.python), dest,
+                    run.log_path(cell), timeout, grace_s, target.python)  # fmt: skip
     try:
-        return ProfileRun.from_json(json.loads(f.read_text(encoding="utf-8")), path)
-    except ValueError as exc:  # JSONDecodeError included
-        raise VllmdiagError(
-            f"profile.json does not read back: {exc}",
-            where=str(f),
-            hint="it was written by another vllmdiag version, or edited; diff the capture "
-            "directories inside it instead: vllmdiag profile diff RUN/A/torch RUN/B/torch",
-        ) from None
+        done = executor.run(task)
+    except CaptureUnavailable:
+        return executor.captures[cell]
+    if done.interrupted:
+        raise KeyboardInterrupt
+    return executor.captures[cell]

@@ -4,33 +4,48 @@
 environment (an arm's name stands for that arm: its leg, flags, environment and pins).
 ``--arms baseline enforce-eager [--leg L]``: the usual way to narrow a regression: one
 leg (the baseline's unless named), the baseline on one side and an arm on the other (or
-two arms), each arm applied exactly as a matrix cell applies it. Arms come from the
-recipe, else from the arm library. Pure: nothing is built or run here.
+two arms). Arms come from the recipe, else from the arm library.
+
+Each side is a :class:`~vllmdiag.plan.CellPlan` made by the plan layer itself
+(:func:`~vllmdiag.plan.arm_cell`), so an arm is applied exactly as a matrix cell applies
+it; on another leg, the recipe's baseline moves to that leg first. Pure: nothing is
+built or run here.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm, Flag
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import BASELINE
-from vllmdiag.plan import cells as planmod
+from vllmdiag.plan import CellPlan, arm_cell
 
 
 @dataclass(frozen=True)
-class SidePlan:
-    """What one side runs: on which leg, with which environment and flags."""
+class Side:
+    """One side: its name, the cell it runs (before a capture backend is chosen), and
+    the arm it applies (None: the baseline's flags)."""
 
     name: str
-    leg: LegSpec
-    env: dict[str, str] = field(default_factory=dict)
-    flags: tuple[Flag, ...] = ()
+    cell: CellPlan
     arm: str | None = None
+
+    @property
+    def leg(self) -> LegSpec:
+        return self.cell.leg
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.cell.env
+
+    @property
+    def flags(self) -> tuple[Flag, ...]:
+        return self.cell.flags
 
     def describe(self) -> str:
         what = f"arm {self.arm}" if self.arm else "baseline flags"
@@ -39,6 +54,34 @@ class SidePlan:
 
 def _where(recipe: Recipe) -> str | None:
     return str(recipe.source) if recipe.source else None
+
+
+def workload_name(recipe: Recipe, workload: str | None) -> str:
+    """The workload to profile: the one named, or the recipe's only one."""
+    names = list(recipe.workloads)
+    if workload is None:
+        if len(names) != 1:
+            raise ConfigError(
+                f"recipe {recipe.name!r} has {len(names)} workloads; pick one with --workload",
+                where=_where(recipe),
+                hint=f"workloads: {', '.join(names)}",
+            )
+        return names[0]
+    if workload not in recipe.workloads:
+        close = difflib.get_close_matches(workload, names, n=1)
+        raise ConfigError(
+            f"no workload {workload!r} in recipe {recipe.name!r}",
+            where=_where(recipe),
+            hint=f"did you mean {close[0]!r}?" if close else f"workloads: {', '.join(names)}",
+        )
+    return workload
+
+
+def on_leg(recipe: Recipe, leg: str) -> Recipe:
+    """``recipe`` with its baseline on ``leg`` (its flags and environment unchanged)."""
+    if leg == recipe.baseline.leg:
+        return recipe
+    return recipe.model_copy(update={"baseline": recipe.baseline.model_copy(update={"leg": leg})})
 
 
 def _arm(recipe: Recipe, name: str) -> Arm:
@@ -50,31 +93,14 @@ def _arm(recipe: Recipe, name: str) -> Arm:
     return load_arm_library().get(name, where=_where(recipe))
 
 
-def _merge(base: tuple[Flag, ...], extra: tuple[Flag, ...]) -> tuple[Flag, ...]:
-    names = {f.name for f in extra}
-    return (*(f for f in base if f.name not in names), *extra)
-
-
-def _with_arm(recipe: Recipe, name: str, leg: str, arm: Arm) -> SidePlan:
-    base = planmod.leg_spec(arm.leg or leg, recipe.legs[arm.leg or leg])
-    for pin in arm.pin:
-        base = base.with_pin(pin)
-    env = {**recipe.baseline.env, **arm.env}
-    return SidePlan(name, base, env, _merge(tuple(recipe.baseline.flags), arm.flag), arm.name)
-
-
-def _baseline(recipe: Recipe, name: str, leg: str) -> SidePlan:
-    spec = planmod.leg_spec(leg, recipe.legs[leg])
-    return SidePlan(name, spec, dict(recipe.baseline.env), tuple(recipe.baseline.flags))
-
-
 def plan_sides(
     recipe: Recipe,
     legs: Sequence[str] = (),
     arms: Sequence[str] = (),
     leg: str | None = None,
-) -> list[SidePlan]:
-    """The two sides ``--legs`` or ``--arms`` (with ``--leg``) ask for."""
+    workload: str | None = None,
+) -> list[Side]:
+    """The two sides ``--legs`` or ``--arms`` (with ``--leg``) ask for, on ``workload``."""
     where = _where(recipe)
     if bool(legs) == bool(arms):
         raise ConfigError(
@@ -90,11 +116,12 @@ def plan_sides(
             where=where,
             hint="name two: --legs A B or --arms baseline ARM",
         )
+    if legs and leg is not None:
+        raise ConfigError("--leg goes with --arms, not --legs", where=where,
+                          hint="--arms baseline ARM --leg LEG")  # fmt: skip
+    wl = workload_name(recipe, workload)
     if legs:
-        if leg is not None:
-            raise ConfigError("--leg goes with --arms, not --legs", where=where,
-                              hint="--arms baseline ARM --leg LEG")  # fmt: skip
-        return [_leg_side(recipe, n) for n in names]
+        return [_leg_side(recipe, n, wl) for n in names]
     on = leg or recipe.baseline.leg
     if on not in recipe.legs:
         close = difflib.get_close_matches(on, list(recipe.legs), n=1)
@@ -103,18 +130,22 @@ def plan_sides(
             where=where,
             hint=f"did you mean {close[0]!r}?" if close else f"legs: {', '.join(recipe.legs)}",
         )
-    return [
-        _baseline(recipe, n, on) if n == BASELINE else _with_arm(recipe, n, on, _arm(recipe, n))
-        for n in names
-    ]
+    moved = on_leg(recipe, on)
+    sides = []
+    for n in names:
+        if n == BASELINE:
+            sides.append(Side(n, arm_cell(moved, None, wl)))
+        else:
+            sides.append(Side(n, arm_cell(moved, _arm(recipe, n), wl), n))
+    return sides
 
 
-def _leg_side(recipe: Recipe, name: str) -> SidePlan:
+def _leg_side(recipe: Recipe, name: str, wl: str) -> Side:
     if name in recipe.legs:
-        return _baseline(recipe, name, name)
+        return Side(name, arm_cell(on_leg(recipe, name), None, wl, name=name))
     own = {a.name: a for a in recipe.all_arms()}
     if name in own:
-        return _with_arm(recipe, name, recipe.baseline.leg, own[name])
+        return Side(name, arm_cell(recipe, own[name], wl), name)
     close = difflib.get_close_matches(name, [*recipe.legs, *own], n=1)
     raise ConfigError(
         f"{name!r} is neither a leg nor an arm of recipe {recipe.name!r}",

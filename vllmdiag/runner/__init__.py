@@ -1,7 +1,7 @@
 """Running cells: legs built and checked, each cell in its own process group, judged,
 journaled, resumable. Every job that runs cells does it through :func:`run_cells`."""
 
-from vllmdiag.runner.cells import CellsReport, RunOptions, run_cells
+from vllmdiag.runner.cells import CellsReport, FollowUp, RunOptions, run_cells
 from vllmdiag.runner.executor import CellRun, CellTask, Executor, LocalExecutor
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "CellTask",
     "CellsReport",
     "Executor",
+    "FollowUp",
     "LocalExecutor",
     "RunOptions",
     "run_cells",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,11 +46,16 @@ from vllmdiag.runner.legs import Legs, build_legs, check_hygiene
 from vllmdiag.runner.readers import HygieneSummary, RunReaders
 from vllmdiag.runner.vllm_cli import bench_dialect
 
+#: Cells a finished (or reused) cell asks for, run right after it on legs already built
+#: (e.g. a profile capture that fell back to another profiler).
+FollowUp = Callable[[planmod.CellPlan, CellResult], Sequence[planmod.CellPlan]]
+
 
 @dataclass(frozen=True)
 class RunOptions:
     """Where and how cells run. ``name``: the run directory's prefix (default: the
-    recipe's name); ``job``: what the job adds to the journal's ``run_started``."""
+    recipe's name); ``job``: what the job adds to the journal's ``run_started``;
+    ``follow_up``: see :data:`FollowUp`."""
 
     out: Path | None = None
     resume: Path | None = None
@@ -61,6 +66,7 @@ class RunOptions:
     executor: Executor = field(default_factory=LocalExecutor)
     cache: EnvCache = field(default_factory=EnvCache)
     job: dict[str, str] = field(default_factory=dict)
+    follow_up: FollowUp | None = None
 
 
 @dataclass(frozen=True)
@@ -145,12 +151,17 @@ class _Run:
             )
             judge = Judge(self.recipe, self.run, self.readers, self.legs.hygiene)
             prior = self.run.finished() if resumed else {}
-            for index, cell in enumerate(cells, start=1):
+            index = 0
+            while index < len(cells):
+                cell = cells[index]
+                index += 1
                 result = self._cell(index, len(cells), cell, prior.get(cell.id), judge)
                 if result is None:
                     interrupted = True
                     break
                 results.append(result)
+                if self.opts.follow_up is not None:
+                    cells[index:index] = self.opts.follow_up(cell, result)
         except KeyboardInterrupt:
             interrupted = True
         if interrupted:
@@ -244,7 +255,14 @@ class _Run:
             )
         )
         task = CellTask(
-            cell.id, tuple(argv), child_env, out_dir, log, self.recipe.timeout, self.opts.grace_s
+            cell.id,
+            tuple(argv),
+            child_env,
+            out_dir,
+            log,
+            self.recipe.timeout,
+            self.opts.grace_s,
+            env.python,
         )
         try:
             done = self.opts.executor.run(

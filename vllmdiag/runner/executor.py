@@ -24,6 +24,9 @@ class CellTask:
     log: Path
     timeout: float
     grace_s: float = proc.DEFAULT_GRACE_S
+    #: The leg's interpreter (an executor that wraps the command, e.g. under a profiler,
+    #: finds the leg's own tools beside it).
+    python: Path | None = None
 
 
 @dataclass(frozen=True)

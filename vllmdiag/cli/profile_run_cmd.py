@@ -1,0 +1,121 @@
+"""CLI: ``vllmdiag profile RECIPE --legs A B | --arms A B [--leg L]``: a recipe's workload
+captured on two sides (as cells, under the node lock), then diffed.
+
+Arguments are parsed here and the outcome rendered by :mod:`profile_cmd`'s ``finish``;
+the job is :func:`vllmdiag.profile.recipe_run.profile_recipe`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from vllmdiag.cli import profile_render as show
+from vllmdiag.cli.output import JsonOption, human, user_errors
+from vllmdiag.cli.profile_cmd import (
+    CaptureOpt,
+    RunsRootOpt,
+    StepsOpt,
+    TopOpt,
+    WaitOpt,
+    WarmupOpt,
+    finish,
+)
+from vllmdiag.config import load_recipe
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.profile.capture import CaptureSettings, backend
+
+if TYPE_CHECKING:
+    from vllmdiag.profile.recipe_run import ProfileRequest
+
+
+def run_cmd(
+    recipe: Path = typer.Argument(..., help="The recipe YAML."),
+    legs: list[str] = typer.Option(
+        [], "--legs", help="Two legs of the recipe (the baseline's flags on each)."
+    ),
+    arms: list[str] = typer.Option(
+        [],
+        "--arms",
+        help="Two arms on one leg: 'baseline' and/or arm names (the recipe's, else the library's).",
+    ),
+    on_leg: str | None = typer.Option(
+        None, "--leg", help="With --arms: the leg (default: the baseline's)."
+    ),
+    workload: str | None = typer.Option(
+        None, "--workload", "-w", help="The recipe workload to run (needed when it has several)."
+    ),
+    capture: list[str] = CaptureOpt,
+    warmup: int = WarmupOpt,
+    steps: int = StepsOpt,
+    out: Path | None = typer.Option(
+        None, "--out", help="A new run directory (default: one under --runs-root)."
+    ),
+    resume: Path | None = typer.Option(
+        None,
+        "--resume",
+        metavar="DIR",
+        help="Finish an interrupted profile run in its directory: finished captures are kept.",
+    ),
+    runs_root: Path = RunsRootOpt,
+    grace: float = typer.Option(
+        10.0,
+        "--grace",
+        metavar="SECONDS",
+        help="On timeout or Ctrl-C: seconds between TERM and KILL of a capture's processes.",
+    ),
+    allow_contaminated: bool = typer.Option(
+        False, "--allow-contaminated", help="Capture even if a leg fails its hygiene check."
+    ),
+    wait: bool = WaitOpt,
+    top: int = TopOpt,
+    as_json: bool = JsonOption,
+) -> None:
+    """Profile a recipe's workload on two sides (``vllmdiag profile RECIPE``)."""
+    from vllmdiag.profile.recipe_run import ProfileRequest, profile_recipe
+
+    with user_errors():
+        if resume is not None and out is not None:
+            raise VllmdiagError(
+                "--resume and --out both name a run directory",
+                hint="--resume DIR continues that run in place; drop --out",
+            )
+        req = ProfileRequest(
+            recipe=load_recipe(recipe),
+            legs=_split(legs),
+            arms=_split(arms),
+            leg=on_leg,
+            workload=workload,
+            backends=tuple(backend(c) for c in capture),
+            settings=CaptureSettings(warmup, steps),
+            top=top,
+            out=out,
+            resume=resume,
+            runs_root=runs_root,
+            grace_s=grace,
+            allow_contaminated=allow_contaminated,
+            wait=wait,
+        )
+        with show.ProfileView(human(as_json)) as view:
+            outcome = profile_recipe(req, view)
+        again = ["vllmdiag", "profile", str(recipe), *_sides_args(req), "--resume",
+                 str(outcome.run.out)]  # fmt: skip
+        finish(outcome, as_json, again)
+
+
+def _sides_args(req: ProfileRequest) -> list[str]:
+    """The options that name the request's sides and captures (for the resume hint)."""
+    out = ["--legs", *req.legs] if req.legs else ["--arms", *req.arms]
+    if req.leg:
+        out += ["--leg", req.leg]
+    if req.workload:
+        out += ["--workload", req.workload]
+    for b in req.backends:
+        out += ["-c", b.value]
+    return [*out, "--warmup", str(req.settings.warmup), "--steps", str(req.settings.steps)]
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    return tuple(p for v in values for p in v.split(",") if p)
