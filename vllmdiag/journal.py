@@ -54,10 +54,14 @@ def utc_now() -> str:
 
 
 class RunDir:
-    def __init__(self, path: Path, warn: Warn | None = None) -> None:
+    """``command``: the vllmdiag command that runs (and resumes) this kind of run, for the
+    hints a stopped run prints."""
+
+    def __init__(self, path: Path, warn: Warn | None = None, command: str = "matrix") -> None:
         self.path = path
         self.warnings: list[str] = []
         self._warn = warn
+        self.command = command
         self.source: str | None = None  # the recipe, for the resume hint
 
     def warn(self, text: str) -> None:
@@ -67,12 +71,18 @@ class RunDir:
 
     @classmethod
     def create(
-        cls, recipe_name: str, *, out: Path | None, runs_root: Path, warn: Warn | None = None
+        cls,
+        recipe_name: str,
+        *,
+        out: Path | None,
+        runs_root: Path,
+        warn: Warn | None = None,
+        command: str = "matrix",
     ) -> RunDir:
         if out is None:
             stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             out = runs_root / f"{recipe_name}-{stamp}"
-        run = cls(out, warn)
+        run = cls(out, warn, command)
         with run._writing(out, "create the run directory"):
             if out.exists() and not out.is_dir():
                 raise RunDirError(
@@ -91,7 +101,9 @@ class RunDir:
         return run
 
     @classmethod
-    def resume(cls, path: Path, recipe_name: str, warn: Warn | None = None) -> RunDir:
+    def resume(
+        cls, path: Path, recipe_name: str, warn: Warn | None = None, command: str = "matrix"
+    ) -> RunDir:
         events = path / EVENTS
         try:
             mode = events.stat().st_mode
@@ -101,9 +113,9 @@ class RunDir:
             raise RunDirError(
                 "not a vllmdiag run directory (no run.jsonl)",
                 where=str(path),
-                hint="give the directory a previous 'vllmdiag matrix' printed",
+                hint=f"give the directory a previous 'vllmdiag {command}' printed",
             )
-        run = cls(path, warn)
+        run = cls(path, warn, command)
         for i, ev in run._numbered_events():
             if ev.get("schema") not in READABLE:
                 raise VllmdiagError(
@@ -246,7 +258,7 @@ class RunDir:
 
     def _error(self, file: Path, exc: OSError, what: str) -> RunDirError:
         recipe = self.source or "RECIPE"
-        resume = f"vllmdiag matrix {recipe} --resume {self.path}"
+        resume = f"vllmdiag {self.command} {recipe} --resume {self.path}"
         if exc.errno in _FULL:
             return RunDirError(
                 f"the disk is full: cannot {what}",

@@ -116,12 +116,13 @@ class _Profile:
         return RunOptions(out=r.out, resume=r.resume, runs_root=r.runs_root,
                           name=f"profile-{r.recipe.name}", grace_s=r.grace_s,
                           allow_contaminated=r.allow_contaminated, executor=self.executor,
-                          cache=r.cache, job=self.job(), follow_up=self.follow_up)  # fmt: skip
+                          cache=r.cache, job=self.job(), follow_up=self.follow_up,
+                          command="profile")  # fmt: skip
 
     def check_resumable(self, path: Path) -> None:
         """A run resumes only with the sides, workload and capture settings it began
         with (a capture made with other settings is not the same measurement)."""
-        events = RunDir.resume(path, self.req.recipe.name).events()
+        events = RunDir.resume(path, self.req.recipe.name, command="profile").events()
         began = next((e.get("job") for e in events if e.get("event") == "run_started"), None)
         asked = self.job()
         if not isinstance(began, dict) or began.get("job") != "profile":

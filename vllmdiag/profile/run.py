@@ -79,7 +79,8 @@ def capture_legs(
         raise VllmdiagError(f"side names must differ: {', '.join(names)}")
     with measuring(wait=wait, observer=observer) as stop:
         run = RunDir.create("profile-capture", out=out, runs_root=runs_root,
-                            warn=lambda text: observer(Note("warning", text)))  # fmt: skip
+                            warn=lambda text: observer(Note("warning", text)),
+                            command="profile capture")  # fmt: skip
         emit: Observer[ProfileEvent] = fan_out(JournalSink(run), observer)
         what = shown(workload)
         sides = tuple(f"{t.name}: {t.python}" for t in targets)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.profile.results import load_run
 from vllmdiag.report import md
 
 #: The diff's own summary, kept whole up to this size.
@@ -43,26 +43,16 @@ def load(path: Path, warn: Callable[[str], None]) -> ProfileEvidence | None:
         raise VllmdiagError("not a profile run directory (no profile.json)", where=str(path),
                             hint=hint)  # fmt: skip
     try:
-        from vllmdiag.profile.run import load_run
-
-        run: Any = load_run(path)
+        run = load_run(path)
     except VllmdiagError as exc:
         warn(f"{exc.where or path}: the profile run is left out: {exc.message}")
         return None
-    except (ImportError, AttributeError, TypeError, ValueError, KeyError) as exc:
+    except (TypeError, ValueError, KeyError) as exc:
         warn(f"{path}: this vllmdiag cannot read the profile run ({exc}); left out")
         return None
     if run is None:
         return None
-    sides = tuple(
-        Side(
-            str(getattr(c, "leg", "?")),
-            str(getattr(c, "backend", "?")),
-            bool(getattr(c, "ok", False)),
-            str(getattr(c, "reason", "") or ""),
-        )
-        for c in getattr(run, "captures", ())
-    )
+    sides = tuple(Side(c.leg, c.backend.value, c.ok, c.reason or "") for c in run.captures)
     return ProfileEvidence(path, sides, _summary(path / "diff" / "summary.md"))
 
 

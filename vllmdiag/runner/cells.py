@@ -66,6 +66,8 @@ class RunOptions:
     executor: Executor = field(default_factory=LocalExecutor)
     cache: EnvCache = field(default_factory=EnvCache)
     job: dict[str, str] = field(default_factory=dict)
+    #: The vllmdiag command that resumes this run (for the hints a stopped run prints).
+    command: str = "matrix"
     follow_up: FollowUp | None = None
 
 
@@ -111,9 +113,15 @@ class _Run:
 
         name = options.name or recipe.name
         if options.resume is not None:
-            self.run = RunDir.resume(options.resume, recipe.name, warn)
+            self.run = RunDir.resume(options.resume, recipe.name, warn, options.command)
         else:
-            self.run = RunDir.create(name, out=options.out, runs_root=options.runs_root, warn=warn)
+            self.run = RunDir.create(
+                name,
+                out=options.out,
+                runs_root=options.runs_root,
+                warn=warn,
+                command=options.command,
+            )
         self.run_id = _run_id(self.run) if options.resume else uuid.uuid4().hex[:16]
         self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
