@@ -16,6 +16,7 @@ from vllmdiag.cli import (
     leg_cmd,
     matrix_cmd,
     profile_cmd,
+    study_cmd,
     triage_cmd,
     window_cmd,
 )
@@ -60,6 +61,7 @@ triage_cmd.register(app)
 fingerprint_cmd.register(app)
 doctor_cmd.register(app)
 compare_cmd.register(app)
+study_cmd.register(app)
 
 
 #: The click exception class typer raises for usage errors (typer may carry its own copy
