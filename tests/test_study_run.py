@@ -36,12 +36,15 @@ def recipe(
     where: Path,
     *,
     uv_leg: bool = True,
+    twin: bool = False,
     beta: str = "{model: org/beta, tp: 2}",
     harness_env: str = "{STUDY_HARNESS: '1'}",
 ) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     shutil.copy(BENCH, where / "bench.py")
     uv = '  "0.26": {requirements: [packaging==24.0]}\n' if uv_leg else ""
+    if twin:  # a second leg that is the same environment under another name
+        uv += f'  "0.29": {{path: {sys.executable}}}\n'
     path = where / "study.yaml"
     path.write_text(
         "name: tiny\n"
@@ -208,19 +211,22 @@ def test_an_interrupted_batch_resumes_and_keeps_what_finished(tmp_path: Path) ->
 
 
 def test_results_measured_under_settings_changed_since_do_not_count(tmp_path: Path) -> None:
-    path = recipe(tmp_path / "recipe", uv_leg=False, harness_env="{STUDY_MODE: a}")
+    path = recipe(tmp_path / "recipe", uv_leg=False, twin=True, harness_env="{STUDY_MODE: a}")
     out = tmp_path / "study"
-    study(str(path), "--out", str(out))
-    recipe(tmp_path / "recipe", uv_leg=False, harness_env="{STUDY_MODE: b}")
+    first = study(str(path), "--out", str(out))
+    here = 1000.0 * speed(version("packaging"))
+    assert rows(first, "throughput")["alpha.mixed"] == [here, here]  # two names, one env
+    recipe(tmp_path / "recipe", uv_leg=False, twin=True, harness_env="{STUDY_MODE: b}")
     later = study(str(path), "--out", str(out), "--model", "alpha")
-    assert rows(later, "throughput")["beta.mixed"] == [None]
-    assert rows(later, "throughput")["alpha.mixed"] != [None]
+    assert rows(later, "throughput")["beta.mixed"] == [None, None]
+    assert rows(later, "throughput")["alpha.mixed"] == [here, here]
     tables = later["tables"]
     assert isinstance(tables, dict)
     notes = next(t for t in tables["tables"] if t["metric"] == "throughput")["notes"]
     assert notes == [
-        "0.18: no run counts; the latest: measured under other settings: environment "
+        f"{leg}: no run counts; the latest: measured under other settings: environment "
         "STUDY_MODE=a (now b)"
+        for leg in ("0.18", "0.29")
     ]
     canonical = (out / "CANONICAL.md").read_text()
     assert "| `alpha` | mixed | 0.18 | batch-1 | `r1.0.18.alpha.mixed` | measured under" in (
@@ -229,14 +235,25 @@ def test_results_measured_under_settings_changed_since_do_not_count(tmp_path: Pa
     cov = (out / "tables/coverage.tsv").read_text().splitlines()
     assert cov[2].startswith("0.18\t1/2\t—\tbeta (no run counts; the latest: measured under")
 
+    # A damaged result or batch record is left out with a warning, never misread.
+    (out / "batches/batch-2/cells/r1.0.18.alpha.mixed/result.json").write_text('{"id": ')
+    (out / "batches/batch-1/batch.json").write_bytes(b"\xff\xfe")
     runner = CliRunner()
+    damaged = runner.invoke(app, ["study", "tables", str(out)])
+    assert damaged.exit_code == 0, damaged.output
+    assert "warning:" in damaged.output and "result.json: unreadable" in damaged.output
+    report = (out / "REPORT.md").read_text()
+    assert "## Files left out" in report and "cannot read a batch record" in report
+    assert "| `alpha` | 1 | mixed | — |" in report
+    assert "`batch-1`" not in report
+
     again = runner.invoke(app, ["study", str(path), "--out", str(out), "--batch", "batch-2"])
     assert again.exit_code == 1 and "batch 'batch-2' already ran" in again.output
     wrong = runner.invoke(
         app, ["study", str(path), "--out", str(out), "--resume", "--model", "beta"]
     )
     assert wrong.exit_code == 1 and "runs the cells it was started with" in wrong.output
-    other = recipe(tmp_path / "other", uv_leg=False)
+    other = recipe(tmp_path / "other", uv_leg=False, twin=True)
     other.write_text(other.read_text().replace("name: tiny", "name: another"))
     clash = runner.invoke(app, ["study", str(other), "--out", str(out)])
     assert clash.exit_code == 1 and "holds study 'tiny', not 'another'" in clash.output

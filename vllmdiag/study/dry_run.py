@@ -71,8 +71,9 @@ def render_cell(
             python=python,
         )
     except ConfigError as exc:
+        why = f"; every cell passes {TP_FLAG} in {{flags}}" if "{flags}" in exc.message else ""
         raise ConfigError(
-            f"{exc.message} (model {cell.slot.model!r}; every cell passes {TP_FLAG} in {{flags}})",
+            f"{exc.message} (model {cell.slot.model!r}{why})",
             where=str(study.source) if study.source else None,
             hint=exc.hint,
         ) from None

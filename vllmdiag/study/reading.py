@@ -104,6 +104,9 @@ def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord,
         str(batch.path.resolve()),
     }
     recipe_dirs = {str(Path(a.recipe).parent) for a in info.attempts}
+    # Legs that share one environment (two names, one spec) share one record: every
+    # interpreter of the batch is a leg's ``{python}``.
+    pythons = sorted({r.python for r in envs.values()})
     started_at = str(starts[0].get("ts", "")) if starts else info.created
     measured = []
     for cell_id, result in results.items():
@@ -111,7 +114,6 @@ def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord,
         if where is None:
             warn(f"{batch.path / 'cells' / cell_id}: not a cell of batch {info.name}; left out")
             continue
-        pythons = [r.python for r in envs.values() if r.leg == result.leg]
         argv = normalise_argv(
             result.argv,
             out_dirs=[f"{root}/cells/{cell_id}/out" for root in out_roots if root],
