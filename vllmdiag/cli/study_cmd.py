@@ -190,8 +190,7 @@ def tables_cmd(
     study_dir: Path = typer.Argument(..., metavar="DIR", help="A study directory."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Regenerate REPORT.md, CANONICAL.md, MANIFEST.md and tables/*.tsv from the
-    results alone."""
+    """Regenerate REPORT.md, CANONICAL.md, MANIFEST.md, tables/*.tsv from the results."""
     console = human(as_json)
     with user_errors():
         if not study_dir.is_dir():
