@@ -98,7 +98,7 @@ def test_a_resumed_run_measured_under_other_settings_never_counts() -> None:
     assert c.canonical is None and c.values == {}
     reasons = [e.reason for e in c.excluded]
     assert all(e.status is Status.OTHER_SETTINGS for e in c.excluded)
-    assert reasons[0] == "measured under other settings: command +[--enforce-eager]"
+    assert reasons[0] == "measured under other settings: command with extra [--enforce-eager]"
     assert reasons[1] == ("measured under other settings: environment VLLM_LOGGING_LEVEL=DEBUG set")
     assert reasons[2] == (
         "measured under other settings: leg 0.26 installed differently (lock lock-b: "
@@ -188,7 +188,7 @@ def test_differences_name_exactly_what_differs() -> None:
     any_lock = replace(WANT, lock_hash=None)
     assert differences(replace(same, lock_hash="whatever"), any_lock) == []
     tp = (*ARGV[:-1], "2")
-    assert differences(replace(same, argv=tp), WANT) == ["command -[1] +[2]"]
+    assert differences(replace(same, argv=tp), WANT) == ["command [2] instead of [1]"]
 
 
 def test_result_types_round_trip_through_the_codec() -> None:

@@ -299,3 +299,57 @@ def test_manifest_records_the_commit_and_the_uncommitted_changes(tmp_path: Path)
     outside = recipe(plain, uv_leg=False)
     study(str(outside), "--out", str(tmp_path / "s2"), "--model", "alpha", "--workload", "mixed")
     assert "not in a git repository" in (tmp_path / "s2" / "MANIFEST.md").read_text()
+
+
+def test_a_real_vllm_026_run_on_an_h200_reads_into_a_study(tmp_path: Path) -> None:
+    """The device suite's run directory (schema 1, vLLM 0.26.0 on an H200) as a batch:
+    its results, leg record and hygiene read back; it was run without the study's
+    --tensor-parallel-size, so it does not count, and CANONICAL.md says exactly why."""
+    from vllmdiag.study.plan import Filters
+    from vllmdiag.study.recipe import StudyRecipe
+    from vllmdiag.study.studydir import BatchCell, BatchInfo, StudyFile, write
+
+    out = tmp_path / "study"
+    shutil.copytree(REPO / "tests/fixtures/vllm026/shape", out / "batches" / "h200")
+    spec = StudyRecipe.model_validate(
+        {
+            "name": "h200-shape",
+            "legs": {"v026": {"path": "/opt/torch/.venv"}},
+            "harness": {
+                "env": {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"},
+                "flags": ["--max-model-len 2048"],
+            },
+            "models": {"llama": {"model": "/tmp/models/llama"}},
+            "workloads": {
+                "builtin": {
+                    "builtin": "vllm-throughput",
+                    "input_len": 128,
+                    "output_len": 32,
+                    "num_prompts": 64,
+                }
+            },
+            "metrics": {"throughput": {"json": "throughput.json", "key": "tokens_per_second"}},
+        }
+    )
+    write(out / "study.json", StudyFile(spec, "", "2026-12-01T09:30:00.000+00:00"))
+    cells = {
+        "r1.baseline.builtin": BatchCell("v026", "llama", "builtin", 1, "v026"),
+        "r1.baseline.plain-spelling": BatchCell("v026", "llama", "plain-spelling", 1, "v026"),
+    }
+    info = BatchInfo("h200-shape", "h200", "2026-12-01T09:20:42.616+00:00", Filters(), cells)
+    write(out / "batches/h200/batch.json", info)
+    result = CliRunner().invoke(app, ["study", "tables", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    canonical = (out / "CANONICAL.md").read_text()
+    assert (
+        "| `llama` | builtin | v026 | h200 | `r1.baseline.builtin` | measured under other "
+        "settings: command without [--tensor-parallel-size 1] |"
+    ) in canonical
+    assert "| `llama` | plain-spelling | v026 | h200 | `r1.baseline.plain-spelling` | the " in (
+        canonical
+    )
+    manifest = (out / "MANIFEST.md").read_text()
+    assert "| v026 | 0.26.0 | 2.11.0 | — | 0.6.14 | 5.17.0 | 4.6.0 | 3.6.0 | 3.12.3 |" in manifest
+    assert "run-id     c08552755c9440e3" in manifest and "host       vm" in manifest
+    assert "- `h200` · `v026`: clean" in manifest
+    assert "  - warning: flashinfer-jit-cache: flashinfer-jit-cache is not installed" in manifest

@@ -58,7 +58,8 @@ def differences(
         detail = f": {changed}" if changed else ""
         out.append(f"leg {got.leg} installed differently (lock {got.lock_hash or '?'}{detail})")
     if got.argv not in want.argvs:
-        out.append("command " + _argv_diff(got.argv, want.argvs[0]))
+        closest = max(want.argvs, key=lambda w: difflib.SequenceMatcher(a=w, b=got.argv).ratio())
+        out.append("command " + _argv_diff(got.argv, closest))
     if got.env is None:
         out.append("environment not recorded")
     elif got.env != want.env:
@@ -70,11 +71,14 @@ def _argv_diff(got: tuple[str, ...], want: tuple[str, ...]) -> str:
     parts = []
     matcher = difflib.SequenceMatcher(a=want, b=got, autojunk=False)
     for op, a1, a2, b1, b2 in matcher.get_opcodes():
-        if op in ("replace", "delete"):
-            parts.append("-[" + " ".join(want[a1:a2]) + "]")
-        if op in ("replace", "insert"):
-            parts.append("+[" + " ".join(got[b1:b2]) + "]")
-    return " ".join(parts) or "differs"
+        had, has = " ".join(got[b1:b2]), " ".join(want[a1:a2])
+        if op == "replace":
+            parts.append(f"[{had}] instead of [{has}]")
+        elif op == "delete":
+            parts.append(f"without [{has}]")
+        elif op == "insert":
+            parts.append(f"with extra [{had}]")
+    return ", ".join(parts) or "differs"
 
 
 def _env_diff(got: Mapping[str, str], want: Mapping[str, str]) -> str:

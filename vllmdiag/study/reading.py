@@ -19,7 +19,7 @@ from vllmdiag import atomic, codec
 from vllmdiag.hygiene.model import DoctorReport
 from vllmdiag.journal import EVENTS, RunDir
 from vllmdiag.model.outcome import CellResult, Outcome
-from vllmdiag.model.stack import EnvRecord
+from vllmdiag.model.stack import DISTRIBUTIONS, EnvRecord, StackInfo
 from vllmdiag.runner.readers import HygieneSummary
 from vllmdiag.study.model import CellSettings, Measured
 from vllmdiag.study.plan import Slot
@@ -92,12 +92,16 @@ def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord,
     env_of: dict[tuple[str, str], dict[str, str]] = {}
     done_at: dict[tuple[str, str], str] = {}
     for e in events:
-        key = (str(e.get("id")), str(e.get("reuse_key")))
+        # Schema 1 named the reuse key "fingerprint" and kept no result in cell_finished.
+        reuse = e.get("reuse_key", e.get("fingerprint"))
+        if isinstance(e.get("result"), dict):
+            reuse = e["result"].get("reuse_key")
+        key = (str(e.get("id")), str(reuse))
         if e.get("event") == "cell_started" and isinstance(e.get("env"), dict):
             env_of[key] = {str(k): str(v) for k, v in e["env"].items()}
-        elif e.get("event") == "cell_finished" and isinstance(e.get("result"), dict):
-            key = (str(e.get("id")), str(e["result"].get("reuse_key")))
+        elif e.get("event") == "cell_finished":
             done_at.setdefault(key, str(e.get("ts", "")))
+            done_at[(key[0], "")] = str(e.get("ts", ""))  # the cell's last finish
     results = run.finished() if (batch.path / "cells").is_dir() else {}
     out_roots = {str(e.get("run_dir", "")) for e in starts} | {
         str(batch.path),
@@ -116,6 +120,7 @@ def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord,
             continue
         argv = normalise_argv(
             result.argv,
+            cell=cell_id,
             out_dirs=[f"{root}/cells/{cell_id}/out" for root in out_roots if root],
             pythons=pythons,
             recipe_dirs=recipe_dirs,
@@ -132,7 +137,9 @@ def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord,
                 repeat=result.repeat,
                 outcome=result.outcome,
                 settings=settings,
-                finished=done_at.get((cell_id, result.reuse_key), started_at),
+                finished=done_at.get(
+                    (cell_id, result.reuse_key), done_at.get((cell_id, ""), started_at)
+                ),
                 metrics=dict(result.metrics),
                 why=why(result),
                 contaminated=tuple(report.reasons()) if report else (),
@@ -180,21 +187,31 @@ def _envs(path: Path, warn: Callable[[str], None]) -> dict[str, EnvRecord]:
     out = {}
     for file in sorted((path / "envs").glob("*.json")):
         try:
-            record = codec.load(EnvRecord, atomic.read_json(file))
-        except (OSError, ValueError) as exc:
+            record = env_record(atomic.read_json(file))
+        except (OSError, ValueError, TypeError) as exc:
             warn(f"{file}: not a leg record ({str(exc).splitlines()[0]}); left out")
             continue
         out[record.key] = record
     return out
 
 
+def env_record(data: Any) -> EnvRecord:
+    """A leg record; schema 1 kept the stack under distribution names."""
+    stack = data.get("stack") if isinstance(data, dict) else None
+    if isinstance(stack, dict) and set(stack) & set(DISTRIBUTIONS) - {"vllm", "torch"}:
+        data = {**data, "stack": codec.dump(StackInfo.from_probe(stack))}
+    return codec.load(EnvRecord, data)
+
+
 def _hygiene(path: Path, warn: Callable[[str], None]) -> dict[str, DoctorReport]:
+    """Each leg's doctor report (schema 1 kept them by leg name, without ``per_leg``)."""
     file = path / "manifest.json"
     if not file.exists():
         return {}
     try:
-        data = atomic.read_json(file)
-        summary = codec.load(HygieneSummary, data.get("hygiene", {}))
+        found = atomic.read_json(file).get("hygiene", {})
+        per_leg = found.get("per_leg", found) if isinstance(found, dict) else {}
+        summary = codec.load(HygieneSummary, {"per_leg": per_leg})
     except (OSError, ValueError, AttributeError) as exc:
         warn(f"{file}: hygiene findings unreadable ({str(exc).splitlines()[0]}); left out")
         return {}

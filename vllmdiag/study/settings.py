@@ -8,6 +8,7 @@ sides write them as ``{out_dir}``, ``{python}`` and ``{recipe_dir}``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -56,12 +57,15 @@ def expected(study: StudyRecipe, locks: Mapping[str, str]) -> dict[splan.Slot, E
 def normalise_argv(
     argv: Sequence[str],
     *,
+    cell: str,
     out_dirs: Iterable[str],
     pythons: Iterable[str],
     recipe_dirs: Iterable[str],
 ) -> tuple[str, ...]:
     """``argv`` with its run-specific paths written as placeholders (longest first, so a
-    run directory inside the recipe's directory is still ``{out_dir}``)."""
+    run directory inside the recipe's directory is still ``{out_dir}``). The cell's
+    output directory is found by its shape too (``.../cells/<cell>/out``): a batch that
+    was moved since, or a journal that did not record its run directory."""
     swaps: dict[str, str] = {}
     for values, placeholder in (
         (out_dirs, OUT_DIR),
@@ -72,11 +76,12 @@ def normalise_argv(
             if value and value not in ("/", "."):
                 swaps.setdefault(value.rstrip("/"), placeholder)
     ordered = sorted(swaps.items(), key=lambda kv: len(kv[0]), reverse=True)
+    shape = re.compile(r"(?:[^\s=]*/)?cells/" + re.escape(cell) + r"/out(?=/|$)")
     out = []
     for token in argv:
         for value, placeholder in ordered:
             token = token.replace(value, placeholder)
-        out.append(token)
+        out.append(shape.sub(OUT_DIR, token))
     return tuple(out)
 
 
