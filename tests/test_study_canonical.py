@@ -11,10 +11,12 @@ from vllmdiag import codec
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.study.canonical import RULE, Selection, select
 from vllmdiag.study.gitstate import SourceState
+from vllmdiag.study.load import load_study
 from vllmdiag.study.model import CellSettings, Choice, Expected, Measured, Status, differences
 from vllmdiag.study.plan import Filters, Slot
-from vllmdiag.study.studydir import Attempt, BatchCell, BatchInfo
+from vllmdiag.study.studydir import Attempt, BatchCell, BatchInfo, StudyFile
 
+REPO = Path(__file__).resolve().parent.parent
 SLOT = Slot("0.26", "Llama-3.1-8B-Instruct", "mixed")
 ARGV = (
     "vllm",
@@ -210,3 +212,6 @@ def test_result_types_round_trip_through_the_codec() -> None:
         attempts=(Attempt("2026-09-21T10:00", "node", False, str(Path("/r/s.yaml")), "d", state),),
     )
     assert codec.load(BatchInfo, codec.dump(info)) == info
+    study = load_study(REPO / "recipes" / "vllm-ablation-study.yaml")
+    file = StudyFile(study, "abc", "2026-09-21T10:00")
+    assert codec.load(StudyFile, codec.dump(file)) == file

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.errors import ConfigError
-from vllmdiag.study import Filters, load_study, study_plan
+from vllmdiag.study import Filters, StudyPlan, load_study, study_plan
 from vllmdiag.study import plan as splan
 
 REPO = Path(__file__).resolve().parent.parent
@@ -214,6 +215,7 @@ def test_dry_run_shows_every_cell_and_command(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["study", str(path), "--dry-run", "--leg", "0.26", "--json"])
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
+    assert codec.dump(codec.load(StudyPlan, plan)) == plan
     assert [c["id"] for c in plan["cells"]] == ["r1.0.26.alpha.mixed"]
     assert plan["cells"][0]["argv"][-3:] == ["org/alpha", "--tensor-parallel-size", "2"]
     result = CliRunner().invoke(app, ["study", str(path), "--dry-run", "--model", "alpah"])

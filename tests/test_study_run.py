@@ -18,7 +18,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from vllmdiag import codec
 from vllmdiag.cli.app import app
+from vllmdiag.study import Generated, StudyReport
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "tests" / "fixtures" / "study" / "bench.py"
@@ -152,7 +154,11 @@ def test_batches_a_pinned_backfill_canonical_runs_and_regenerated_tables(
     again = CliRunner().invoke(app, ["study", "tables", str(out), "--json"])
     assert again.exit_code == 0, again.output
     assert {name: (out / name).read_bytes() for name in GENERATED} == before
-    assert json.loads(again.stdout)["tables"] == second["tables"]
+    regenerated = json.loads(again.stdout)
+    assert regenerated["tables"] == second["tables"]
+    # What --json prints is the typed result, through the codec and back.
+    assert codec.dump(codec.load(Generated, regenerated)) == regenerated
+    assert codec.dump(codec.load(StudyReport, second)) == second
 
     # Two study directories compare through the same table model as published tables.
     compared = CliRunner().invoke(
