@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from vllmdiag.cli.app import app
 from vllmdiag.config import load_arm_library, load_recipe
 from vllmdiag.errors import ConfigError
+from vllmdiag.study import load_study
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,6 +60,9 @@ def test_shipped_library_and_recipes_load() -> None:
     assert "cpuinfo" in lib.get("debug-logging").hypothesis
     assert lib.get("attention-backend-env-triton").honoured_by == "vllm<0.14"
     for recipe in sorted((REPO / "recipes").glob("*.yaml")):
+        if "study" in recipe.stem:  # a study recipe (vllmdiag study), not a matrix's
+            assert load_study(recipe).name
+            continue
         assert load_recipe(recipe).name
 
 

@@ -59,6 +59,9 @@ _EXPORTS = {
     "find_window": "vllmdiag.window",
     "bisect_releases": "vllmdiag.bisect",
     "compare_tables": "vllmdiag.compare:compare",
+    "load_study": "vllmdiag.study",
+    "run_study": "vllmdiag.study",
+    "StudyOptions": "vllmdiag.study",
 }
 
 __all__ = [
@@ -83,6 +86,7 @@ __all__ = [
     "Report",
     "ReportRequest",
     "RunOptions",
+    "StudyOptions",
     "Verdict",
     "VllmdiagError",
     "bisect_releases",
@@ -96,11 +100,13 @@ __all__ = [
     "fingerprint_file",
     "load_arm_library",
     "load_recipe",
+    "load_study",
     "measuring",
     "plan_matrix",
     "recipe_legs",
     "run_cells",
     "run_matrix",
+    "run_study",
     "triage_file",
 ]
 
@@ -136,5 +142,6 @@ if TYPE_CHECKING:
     from vllmdiag.plan import plan as plan_matrix
     from vllmdiag.report import Report, ReportRequest, draft_report
     from vllmdiag.runner import CellsReport, Executor, LocalExecutor, RunOptions, run_cells
+    from vllmdiag.study import StudyOptions, load_study, run_study
     from vllmdiag.triage import triage_file
     from vllmdiag.window import find_window

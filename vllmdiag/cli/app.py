@@ -17,6 +17,7 @@ from vllmdiag.cli import (
     matrix_cmd,
     profile_cmd,
     report_cmd,
+    study_cmd,
     triage_cmd,
     window_cmd,
 )
@@ -62,6 +63,7 @@ fingerprint_cmd.register(app)
 doctor_cmd.register(app)
 compare_cmd.register(app)
 report_cmd.register(app)
+study_cmd.register(app)
 
 
 #: The click exception class typer raises for usage errors (typer may carry its own copy

@@ -1,5 +1,6 @@
 """One side of a comparison from a path: a Markdown, TSV or CSV file (possibly a whole
-report with several tables), with the table picked by a heading substring."""
+report with several tables), with the table picked by a heading substring, or a study
+directory (its canonical values of one metric)."""
 
 from __future__ import annotations
 
@@ -59,13 +60,14 @@ def raw_tables(path: Path) -> list[RawTable]:
 
 
 def _study_dir(path: Path) -> list[RawTable]:
-    """A directory is where a study run will be read from: its typed result points go
-    through :func:`vllmdiag.compare.results.table_from_results`. Until a study reader
-    exists, say so plainly."""
+    """A directory is not a file of tables: :func:`load_table` reads a study directory
+    through :func:`vllmdiag.compare.results.table_from_results`; anything else is said
+    so plainly."""
     raise VllmdiagError(
-        "is a directory; compare reads a results table",
+        "is a directory, and not a study directory (no study.json)",
         where=str(path),
-        hint="give a .md, .tsv or .csv file with one column per leg (0.18, 0.26, ...)",
+        hint="give a .md, .tsv or .csv file with one column per leg (0.18, 0.26, ...), or "
+        "a directory 'vllmdiag study' wrote",
     )
 
 
@@ -109,6 +111,11 @@ def pick(tables: list[RawTable], path: Path, table: str | None) -> RawTable:
 
 
 def load_table(path: Path, table: str | None = None) -> ResultTable:
-    """The results table at ``path`` (the one under a heading containing ``table``)."""
+    """The results table at ``path`` (the one under a heading containing ``table``); a
+    study directory's canonical table of the metric ``table`` names."""
+    if path.is_dir() and (path / "study.json").is_file():
+        from vllmdiag.study.compare_table import study_table
+
+        return study_table(path, table)
     chosen = pick(raw_tables(path), path, table)
     return build(chosen, layout(chosen))

@@ -94,7 +94,10 @@ def _workloads(located: Located, data: dict[str, Any]) -> Any:
         return data.get("workloads")
     if "workloads" in data:
         raise located.error(
-            ("models",), "give either 'models' (+ 'workload') or 'workloads'", key=True
+            ("models",),
+            "give either 'models' (+ 'workload') or 'workloads'",
+            key=True,
+            hint="a study recipe (legs × models × workloads) runs with 'vllmdiag study RECIPE'",
         )
     if not isinstance(template, dict):
         raise located.error(("models",), "'models' needs a 'workload' template", key=True)
