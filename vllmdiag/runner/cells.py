@@ -1,22 +1,27 @@
 """``run_cells``: the one way vllmdiag runs cells, for every job (matrix, bisect,
-profile, study).
+profile, study), on this machine or across the nodes of a cluster.
 
-Legs are built first (a leg that fails makes its cells ERROR), checked for hygiene, then
-the cells run one at a time, each in its own process group, through an
-:class:`~vllmdiag.runner.executor.Executor`. Each finished cell's result is written
-atomically before the next starts, so a run killed at any instant loses nothing that had
-finished; ``--resume`` reuses a finished result whose reuse key still matches and ends
-what a SIGKILLed earlier run left behind. It runs only inside
-:func:`vllmdiag.measuring.measuring` (the node lock, stop signals).
+Legs are built first on every node (a leg that fails makes its cells ERROR), checked for
+hygiene there, then the cells run through an
+:class:`~vllmdiag.runner.executor.Executor`, each in its own process group, placed by GPU
+slots (:mod:`vllmdiag.runner.slots`): one at a time per node for timing runs, side by side
+on disjoint GPUs where only pass or fail is asked. This thread alone journals: each
+finished cell's result is written atomically as it finishes, so a run killed at any
+instant loses nothing that had finished; ``--resume`` reuses a finished result whose
+reuse key still matches and ends what a SIGKILLed earlier run left behind. It runs only
+inside :func:`vllmdiag.measuring.measuring` (the node lock, stop signals).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vllmdiag import proc
 from vllmdiag.envs.cache import Env, EnvCache
@@ -40,17 +45,28 @@ from vllmdiag.runner.events import (
     RunFinished,
     RunStarted,
 )
-from vllmdiag.runner.executor import CellTask, Executor, LocalExecutor
+from vllmdiag.runner.executor import (
+    CellTask,
+    ClusterExecutor,
+    Executor,
+    LocalExecutor,
+    LocalNode,
+    Node,
+    NodeLost,
+)
 from vllmdiag.runner.judge import Judge
-from vllmdiag.runner.legs import Legs, build_legs, check_hygiene
+from vllmdiag.runner.legs import NodeLegs, merged, prepare_nodes
+from vllmdiag.runner.pool import CellPool, Finished, Job
 from vllmdiag.runner.readers import HygieneSummary, RunReaders
-from vllmdiag.runner.vllm_cli import bench_dialect
+from vllmdiag.runner.slots import NodeSlots, Placement, SlotScheduler, gpus_needed, local_gpu_ids
 
 
 @dataclass(frozen=True)
 class RunOptions:
     """Where and how cells run. ``name``: the run directory's prefix (default: the
-    recipe's name); ``job``: what the job adds to the journal's ``run_started``."""
+    recipe's name); ``job``: what the job adds to the journal's ``run_started``;
+    ``exclusive``: one cell per node at a time, holding all its GPUs (timing runs; a job
+    that only asks pass or fail sets it False to share nodes on disjoint GPUs)."""
 
     out: Path | None = None
     resume: Path | None = None
@@ -61,6 +77,7 @@ class RunOptions:
     executor: Executor = field(default_factory=LocalExecutor)
     cache: EnvCache = field(default_factory=EnvCache)
     job: dict[str, str] = field(default_factory=dict)
+    exclusive: bool = True
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,27 @@ def run_cells(
     return _Run(recipe, options, observer).execute(list(cells))
 
 
+def nodes_for(executor: Executor, cache: EnvCache) -> tuple[list[Node], bool]:
+    """The nodes an executor runs cells on, and whether they form a cluster (their
+    results then name their node). An executor that offers none runs on this machine."""
+    if isinstance(executor, ClusterExecutor):
+        return list(executor.nodes()), True
+    gpus = executor.gpus if isinstance(executor, LocalExecutor) else None
+    return [LocalNode(local_gpu_ids(gpus), cache)], False
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """A cell as it will run on one node: its command, reuse key and env there."""
+
+    plan: planmod.CellPlan
+    node: NodeLegs
+    env: Env
+    argv: list[str]
+    key: str
+    out_dir: Path
+
+
 class _Run:
     def __init__(self, recipe: Recipe, options: RunOptions, observer: Observer[CellsEvent]):
         self.recipe = recipe
@@ -111,10 +149,17 @@ class _Run:
         self.run_id = _run_id(self.run) if options.resume else uuid.uuid4().hex[:16]
         self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
-        self.legs = Legs()
+        self.nodes: list[NodeLegs] = []
+        self.cluster = False
+        self.judges: dict[str, Judge] = {}
+        self.results: dict[str, CellResult] = {}
+        self.total = 0
+        self.by_id: dict[str, NodeLegs] = {}
+        self.plans: dict[str, planmod.CellPlan] = {}
 
     def execute(self, cells: list[planmod.CellPlan]) -> CellsReport:
         resumed = self.opts.resume is not None
+        self.total = len(cells)
         self.emit(
             RunStarted(
                 recipe=self.recipe.name,
@@ -128,84 +173,117 @@ class _Run:
                 job=dict(self.opts.job),
             )
         )
-        if resumed:
-            self._end_leftovers()
-        results: list[CellResult] = []
         interrupted = False
         try:
-            self.legs = build_legs(planmod.legs_needed(cells), self.run, self.opts.cache, self.emit)
-            check_hygiene(
-                self.legs,
+            nodes, self.cluster = nodes_for(self.opts.executor, self.opts.cache)
+            if resumed:
+                self._end_leftovers(nodes)
+            self.nodes = prepare_nodes(
+                nodes,
+                planmod.legs_needed(cells),
                 self.recipe,
                 self.run,
-                self.readers,
-                self.opts.executor.name,
                 self.emit,
+                executor=self.opts.executor.name,
                 allow_contaminated=self.opts.allow_contaminated,
+                cluster=self.cluster,
             )
-            judge = Judge(self.recipe, self.run, self.readers, self.legs.hygiene)
-            prior = self.run.finished() if resumed else {}
-            for index, cell in enumerate(cells, start=1):
-                result = self._cell(index, len(cells), cell, prior.get(cell.id), judge)
-                if result is None:
-                    interrupted = True
-                    break
-                results.append(result)
+            interrupted = self._run_all(cells, self.run.finished() if resumed else {})
         except KeyboardInterrupt:
             interrupted = True
-        if interrupted:
-            done = {r.id for r in results}
-            results += [_skipped(c) for c in cells if c.id not in done]
         if interrupted:
             self.emit(RunFinished("interrupted", stopped_by() or "SIGINT"))
         else:
             self.emit(RunFinished("complete"))
+        view = merged(self.nodes) if self.nodes else None
         return CellsReport(
             self.run,
-            tuple(results),
-            self.legs.envs,
-            self.legs.failures,
-            self.legs.hygiene,
+            tuple(self.results.get(c.id) or _skipped(c) for c in cells),
+            view.envs if view else {},
+            view.failures if view else {},
+            view.hygiene if view else HygieneSummary(),
             interrupted,
         )
 
-    def _end_leftovers(self) -> None:
+    def _end_leftovers(self, nodes: Sequence[Node]) -> None:
         """End what an earlier vllmdiag, killed before it could clean up, left running
-        for this run directory: processes carrying its cell tag, and the sessions its
-        cells were started in (a pid reused since is told apart by its start time)."""
+        for this run directory: processes carrying its cell tag (on every node), and the
+        sessions its cells were started in on this machine (a pid reused since is told
+        apart by its start time)."""
         found = set(proc.tagged(f"{self.run_id}:"))
         for ev in self.run.events():
-            if ev.get("event") == "cell_spawned" and isinstance(ev.get("pid"), int):
+            spawned = ev.get("event") == "cell_spawned" and isinstance(ev.get("pid"), int)
+            if spawned and not ev.get("node"):  # another node's pids are not this machine's
                 found |= proc.session_members(ev["pid"], int(ev.get("start_ticks") or 0))
-        ended = sorted(proc.end(found, self.opts.grace_s))
+        ended = set(proc.end(found, self.opts.grace_s))
+        for node in nodes:
+            if node.remote:
+                try:
+                    ended |= set(node.end_tagged(f"{self.run_id}:", self.opts.grace_s))
+                except NodeLost:
+                    continue  # it is left out when the legs are prepared
         if ended:
-            self.emit(LeftoversEnded(tuple(ended)))
+            pids = sorted(ended)
+            self.emit(LeftoversEnded(tuple(pids)))
             self.emit(
                 Note(
                     "warning",
-                    f"ended {len(ended)} process(es) an earlier, killed run of this "
-                    f"directory left running (pids {', '.join(map(str, ended))})",
+                    f"ended {len(pids)} process(es) an earlier, killed run of this "
+                    f"directory left running (pids {', '.join(map(str, pids))})",
                 )
             )
 
-    def _cell(
+    def _run_all(self, cells: list[planmod.CellPlan], prior: dict[str, CellResult]) -> bool:
+        scheduler = SlotScheduler(
+            [NodeSlots(n.node.id, n.label or n.node.label, n.node.gpus) for n in self.nodes],
+            exclusive=self.opts.exclusive,
+        )
+        self.by_id = {n.node.id: n for n in self.nodes}
+        self.plans = {c.id: c for c in cells}
+        jobs = []
+        for index, cell in enumerate(cells, start=1):
+            job = self._job(index, cell, prior.get(cell.id), scheduler)
+            if job is not None:
+                jobs.append(job)
+        pool = CellPool(scheduler, self.emit, self._start, self._finished, self._unrunnable)
+        return pool.run(jobs)
+
+    def _job(
         self,
         index: int,
-        total: int,
         cell: planmod.CellPlan,
         prior: CellResult | None,
-        judge: Judge,
-    ) -> CellResult | None:
-        """Run one cell (or reuse its earlier result); None when the run was stopped."""
-        env = self.legs.envs.get(cell.leg.key())
-        if env is None:
-            failure = self.legs.failures.get(cell.leg.key())
+        scheduler: SlotScheduler,
+    ) -> Job | None:
+        """The cell as a job waiting for a slot, or None when it is settled already: an
+        error (no node has its leg, or none has the GPUs it needs) or reused."""
+        key = cell.leg.key()
+        eligible = frozenset(n.node.id for n in self.nodes if key in n.legs.envs)
+        if not eligible:
+            failure = merged(self.nodes).failures.get(key)
             reason = failure.render() if failure else "leg not built"
-            return self._finish(index, total, _error(cell, f"leg {cell.leg.name}: {reason}"))
-        out_dir = self.run.out_dir(cell.id)
+            self._finish(index, _error(cell, f"leg {cell.leg.name}: {reason}"))
+            return None
+        need = gpus_needed(self.recipe, cell)
+        why = scheduler.unplaceable(need, eligible)
+        if why is not None:
+            self._finish(index, _error(cell, f"not run: {why}"))
+            return None
+        if prior is not None and prior.outcome.is_result:
+            # the node that ran it first: its paths are the ones in the key
+            for node_id in sorted(eligible, key=lambda i: self.by_id[i].label != prior.node):
+                if self._as_run(cell, self.by_id[node_id]).key == prior.reuse_key:
+                    self.results[cell.id] = prior
+                    self.emit(CellReused(index, self.total, prior.id, prior))
+                    return None
+        return Job(index, cell.id, need, eligible, whole="CUDA_VISIBLE_DEVICES" in cell.env)
+
+    def _as_run(self, cell: planmod.CellPlan, node: NodeLegs) -> _Cell:
+        env = node.legs.envs[cell.leg.key()]
+        out_dir = node.node.out_dir(self.run, self.run_id, cell.id)
         wl = self.recipe.workloads[cell.workload]
         dialect = (
-            bench_dialect(env.python, cell.env.get("PYTHONPATH", ""))
+            node.node.dialect(env, cell.env.get("PYTHONPATH", ""))
             if wl.builtin is not None
             else wlmod.CURRENT
         )
@@ -219,53 +297,98 @@ class _Run:
             dialect=dialect,
         )
         key = planmod.reuse_key(cell, env.lock_hash, argv, cell.workload)
-        if prior is not None and prior.reuse_key == key and prior.outcome.is_result:
-            self.emit(CellReused(index, total, prior.id, prior))
-            return prior
+        return _Cell(cell, node, env, argv, key, out_dir)
+
+    def _start(
+        self, job: Job, placement: Placement, cancel: threading.Event
+    ) -> Callable[[Observer[Any]], Finished]:
+        """Journal the cell's start and hand its thread the work (see :class:`CellPool`)."""
+        node = self.by_id[placement.node]
+        c = self._as_run(self.plans[job.cell_id], node)
+        cell = c.plan
         self.run.prepare_cell(cell.id)
         log = self.run.log_path(cell.id)
-        child_env = env.child_environ(proc.clean_environ())
+        child_env = c.env.child_environ(node.node.base_environ())
         child_env.update(cell.env)
+        if placement.visible is not None:
+            child_env["CUDA_VISIBLE_DEVICES"] = placement.visible
         child_env[proc.TAG_VAR] = f"{self.run_id}:{cell.id}"
         self.emit(
             CellStarted(
-                index,
-                total,
+                job.index,
+                self.total,
                 cell.id,
                 cell.arm,
                 cell.workload,
                 cell.repeat,
                 cell.leg.name,
-                tuple(argv),
+                tuple(c.argv),
                 dict(cell.env),
-                key,
-                env.lock_hash,
+                c.key,
+                c.env.lock_hash,
                 log,
+                node=node.label,
+                gpus=placement.visible,
             )
         )
         task = CellTask(
-            cell.id, tuple(argv), child_env, out_dir, log, self.recipe.timeout, self.opts.grace_s
+            cell.id,
+            tuple(c.argv),
+            child_env,
+            c.out_dir,
+            log,
+            self.recipe.timeout,
+            self.opts.grace_s,
+            node=node.node.id,
+            collect=self.run.out_dir(cell.id) if node.node.remote else None,
+            cancel=cancel,
         )
+        judge = self._judge(node)
+        return lambda relay: self._work(c, task, judge, relay)
+
+    def _judge(self, node: NodeLegs) -> Judge:
+        if node.node.id not in self.judges:
+            self.judges[node.node.id] = Judge(
+                self.recipe, self.run, self.readers, node.legs.hygiene
+            )
+        return self.judges[node.node.id]
+
+    def _work(self, c: _Cell, task: CellTask, judge: Judge, relay: Observer[Any]) -> Finished:
+        """On the cell's own thread: run it, then judge it from its log and outputs."""
+        cell, node = c.plan, c.node
+
+        def spawned(pid: int) -> None:
+            ticks = None if node.node.remote else proc.start_ticks(pid)
+            relay(CellSpawned(cell.id, pid, pid, pid, ticks, node=node.label))
+
         try:
             done = self.opts.executor.run(
-                task,
-                on_tick=lambda s: self.emit(CellTick(cell.id, s, log)),
-                on_spawn=lambda pid: self.emit(
-                    CellSpawned(cell.id, pid, pid, pid, proc.start_ticks(pid))
-                ),
+                task, on_tick=lambda s: relay(CellTick(cell.id, s, task.log)), on_spawn=spawned
             )
+        except NodeLost as exc:
+            return Finished(self._on(node, _error(cell, exc.message, c)), lost_node=exc.node)
         except ProcessError as exc:
-            return self._finish(index, total, _error(cell, exc.render(), key, env, argv))
+            return Finished(self._on(node, _error(cell, exc.render(), c)))
         if done.interrupted:
-            self.emit(CellInterrupted(cell.id, done.elapsed_s))
-            return None
-        result = judge.judge(cell, done, key, env, argv, log)
-        return self._finish(index, total, result)
+            relay(CellInterrupted(cell.id, done.elapsed_s))
+            return Finished(None)
+        result = judge.judge(cell, done, c.key, c.env, c.argv, task.log)
+        return Finished(self._on(node, result))
 
-    def _finish(self, index: int, total: int, result: CellResult) -> CellResult:
+    def _on(self, node: NodeLegs, result: CellResult) -> CellResult:
+        return dataclasses.replace(result, node=node.label) if self.cluster else result
+
+    def _finished(self, job: Job, outcome: Finished) -> None:
+        if outcome.result is not None:
+            self._finish(job.index, outcome.result)
+
+    def _unrunnable(self, job: Job, why: str) -> None:
+        self._finish(job.index, _error(self.plans[job.cell_id], f"not run: {why}"))
+
+    def _finish(self, index: int, result: CellResult) -> None:
         self.run.write_result(result)
-        self.emit(CellFinished(index, total, result.id, result))
-        return result
+        self.results[result.id] = result
+        self.emit(CellFinished(index, self.total, result.id, result))
 
 
 def _run_id(run: RunDir) -> str:
@@ -291,13 +414,7 @@ def _skipped(cell: planmod.CellPlan) -> CellResult:
     )
 
 
-def _error(
-    cell: planmod.CellPlan,
-    reason: str,
-    key: str = "",
-    env: Env | None = None,
-    argv: Sequence[str] = (),
-) -> CellResult:
+def _error(cell: planmod.CellPlan, reason: str, ran: _Cell | None = None) -> CellResult:
     return CellResult(
         id=cell.id,
         arm=cell.arm,
@@ -306,9 +423,9 @@ def _error(
         outcome=Outcome.ERROR,
         rc=None,
         elapsed_s=0.0,
-        reuse_key=key,
+        reuse_key=ran.key if ran else "",
         reason=reason,
         leg=cell.leg.name,
-        lock_hash=env.lock_hash if env else "",
-        argv=tuple(argv),
+        lock_hash=ran.env.lock_hash if ran else "",
+        argv=tuple(ran.argv) if ran else (),
     )
