@@ -44,6 +44,7 @@ _EXPORTS = {
     "CellsReport": "vllmdiag.runner",
     "Executor": "vllmdiag.runner",
     "LocalExecutor": "vllmdiag.runner",
+    "RayExecutor": "vllmdiag.cluster",
     "run_matrix": "vllmdiag.matrix",
     "MatrixOptions": "vllmdiag.matrix",
     "MatrixReport": "vllmdiag.matrix",
@@ -72,6 +73,7 @@ __all__ = [
     "MatrixPlan",
     "MatrixReport",
     "Outcome",
+    "RayExecutor",
     "Recipe",
     "RunOptions",
     "Verdict",
@@ -105,6 +107,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from vllmdiag import codec
+    from vllmdiag.cluster import RayExecutor
     from vllmdiag.config import load_arm_library, load_recipe
     from vllmdiag.envs import EnvCache, LegSpec
     from vllmdiag.errors import ConfigError, EnvError, VllmdiagError
