@@ -45,6 +45,7 @@ class _Cell:
     task: CellTask
     log: Path
     cancel: threading.Event
+    ended: threading.Event
     thread: threading.Thread | None = None
     pid: int | None = None
     done: CellRun | None = None
@@ -91,7 +92,7 @@ class NodeRunner:
 
     def ensure(self, spec: LegSpec) -> LegOutcome:
         events: list[EnvEvent] = []
-        log = self.scratch / "legs" / f"{spec.key()}.log"
+        log = self.scratch / "legs" / self.node_id / f"{spec.key()}.log"
         with contextlib.suppress(OSError):
             log.unlink()
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +120,7 @@ class NodeRunner:
         cell_dir = task.cwd.parent
         shutil.rmtree(cell_dir, ignore_errors=True)
         task.cwd.mkdir(parents=True, exist_ok=True)
-        cell = _Cell(task, cell_dir / "log.txt", threading.Event())
+        cell = _Cell(task, cell_dir / "log.txt", threading.Event(), threading.Event())
         with self.lock:
             self.cells[task.cell_id] = cell
         cell.thread = threading.Thread(target=self._run, args=(cell,), daemon=True)
@@ -149,10 +150,15 @@ class NodeRunner:
             cell.error = ErrorInfo.of(exc)
         except BaseException as exc:  # reported to the head, which raises it
             cell.error = ErrorInfo(type(exc).__name__, f"{exc!r}", None, None)
+        finally:
+            cell.ended.set()
 
-    def poll(self, cell_id: str, offset: int, limit: int) -> Poll:
-        """The log from ``offset`` (at most ``limit`` bytes), and how the cell stands."""
+    def poll(self, cell_id: str, offset: int, limit: int, wait_s: float = 0.0) -> Poll:
+        """The log from ``offset`` (at most ``limit`` bytes), and how the cell stands;
+        first waits up to ``wait_s`` for the cell to end (so the head hears of its end at
+        once, and of its log every ``wait_s``)."""
         cell = self.cells[cell_id]
+        cell.ended.wait(wait_s)
         finished = cell.done is not None or cell.error is not None
         chunk = b""
         size = 0

@@ -15,7 +15,7 @@ import importlib
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -28,7 +28,8 @@ from vllmdiag.errors import ConfigError, ProcessError, RunDirError, VllmdiagErro
 from vllmdiag.runner.executor import CellRun, CellTask, NodeLost, Spawned, Tick
 
 INSTALL = "pip install 'vllmdiag[ray]'"
-#: How often a running cell's log is copied from its node (seconds).
+#: How often a running cell's log is copied from its node (seconds); its end is heard of
+#: at once (the node answers a poll as soon as the cell ends).
 POLL_S = 0.25
 #: How long the runners may take to start on every node (seconds).
 START_TIMEOUT_S = 180.0
@@ -75,6 +76,7 @@ class RayExecutor:
         self.init_options = dict(init_options or {})
         self.ray: Any = None
         self.owned = False
+        self._restore: Callable[[], None] = _nothing
         self._nodes: dict[str, RayNode] = {}
 
     def __enter__(self) -> RayExecutor:
@@ -110,6 +112,7 @@ class RayExecutor:
                     "--address out to start a local Ray instance",
                 ) from None
             self.owned = True
+        self._restore = _cluster_news_to_stderr()
         self._start_runners()
 
     def _start_runners(self) -> None:
@@ -195,10 +198,10 @@ class RayExecutor:
         """Copy the cell's log as it grows, pass a cancel on, until the cell has ended and
         its whole log is here."""
         start = time.monotonic()
-        offset, told, cancelled = 0, False, False
+        offset, told, cancelled, wait = 0, False, False, POLL_S
         while True:
             poll: Poll = node.call(
-                "poll", task.cell_id, offset, CHUNK, what="mid-cell", interruptible=False
+                "poll", task.cell_id, offset, CHUNK, wait, what="mid-cell", interruptible=False
             )
             log.write(poll.chunk)
             log.flush()
@@ -209,17 +212,12 @@ class RayExecutor:
                     on_spawn(poll.pid)
             if poll.finished and offset >= poll.size:
                 return poll
-            if len(poll.chunk) >= CHUNK:
-                continue  # catching up with a fast writer
+            wait = 0.0 if len(poll.chunk) >= CHUNK else POLL_S  # a fast writer: catch up
             if task.cancel is not None and task.cancel.is_set() and not cancelled:
                 cancelled = True
                 node.call("cancel", task.cell_id, what="mid-cell", interruptible=False)
             if on_tick is not None:
                 on_tick(time.monotonic() - start)
-            if task.cancel is not None and not cancelled:
-                task.cancel.wait(POLL_S)
-            else:
-                time.sleep(POLL_S)
 
     def _collect(self, node: RayNode, task: CellTask) -> None:
         """The cell's output files, copied from its node to the run directory."""
@@ -245,6 +243,35 @@ class RayExecutor:
         if self.owned and ray.is_initialized():
             ray.shutdown()
         self.owned = False
+        self._restore()
+        self._restore = _nothing
+
+
+def _cluster_news_to_stderr() -> Callable[[], None]:
+    """Ray's driver prints the cluster's news (a raylet that died, a worker that could not
+    start) on stdout, where ``--json`` promises one JSON object and nothing else: send it
+    to stderr, where people see it. Returns what undoes that."""
+    try:
+        worker: Any = importlib.import_module("ray._private.worker")
+    except ImportError:
+        return _nothing
+    original = getattr(worker, "print_to_stdstream", None)
+    if original is None:
+        return _nothing
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    worker.print_to_stdstream = to_stderr
+
+    def restore() -> None:
+        worker.print_to_stdstream = original
+
+    return restore
+
+
+def _nothing() -> None:
+    return None
 
 
 def _gpu_ids(count: int, visible: str | None) -> tuple[str, ...]:

@@ -123,7 +123,7 @@ class RayNode:
             local.parent.mkdir(parents=True, exist_ok=True)
             with open(local, "wb") as fh:
                 while True:
-                    chunk: bytes = self.call("read", remote, offset, CHUNK, what="")
+                    chunk = self._read(remote, offset, local)
                     fh.write(chunk)
                     offset += len(chunk)
                     if len(chunk) < CHUNK:
@@ -135,7 +135,13 @@ class RayNode:
                 hint="free some space (or fix permissions) on the run directory's disk, "
                 "then resume the run with --resume",
             ) from None
-        except self.ray.exceptions.RayTaskError as exc:
+
+    def _read(self, remote: str, offset: int, local: Path) -> bytes:
+        try:
+            chunk: bytes = self.call("read", remote, offset, CHUNK)
+        except self.ray.exceptions.RayTaskError as exc:  # the node could not read it
+            first = (str(exc.cause if exc.cause else exc).strip().splitlines() or ["?"])[0]
             raise VllmdiagError(
-                f"cannot read {remote} on node {self.label}: {exc}", where=str(local)
+                f"cannot read {remote} on node {self.label}: {first}", where=str(local)
             ) from None
+        return chunk

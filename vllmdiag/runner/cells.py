@@ -25,6 +25,7 @@ from typing import Any
 
 from vllmdiag import proc
 from vllmdiag.envs.cache import Env, EnvCache
+from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.journal import JournalSink, RunDir, host
@@ -179,8 +180,7 @@ class _Run:
             if resumed:
                 self._end_leftovers(nodes)
             self.nodes = prepare_nodes(
-                nodes,
-                planmod.legs_needed(cells),
+                self._legs_per_node(nodes, cells),
                 self.recipe,
                 self.run,
                 self.emit,
@@ -204,6 +204,29 @@ class _Run:
             view.hygiene if view else HygieneSummary(),
             interrupted,
         )
+
+    def _legs_per_node(
+        self, nodes: Sequence[Node], cells: list[planmod.CellPlan]
+    ) -> list[tuple[Node, list[LegSpec]]]:
+        """Each node with the legs of the cells its GPUs could hold (a node too small for
+        every cell builds nothing: a CPU-only head of a GPU cluster)."""
+        out = []
+        for node in nodes:
+            fitting = [
+                c
+                for c in cells
+                if node.gpus is None or gpus_needed(self.recipe, c).count <= len(node.gpus)
+            ]
+            if self.cluster and cells and not fitting:
+                self.emit(
+                    Note(
+                        "info",
+                        f"node {node.label} ({len(node.gpus or ())} GPU(s)) can hold none of "
+                        "the cells: no leg is built there",
+                    )
+                )
+            out.append((node, planmod.legs_needed(fitting)))
+        return out
 
     def _end_leftovers(self, nodes: Sequence[Node]) -> None:
         """End what an earlier vllmdiag, killed before it could clean up, left running
@@ -257,22 +280,27 @@ class _Run:
     ) -> Job | None:
         """The cell as a job waiting for a slot, or None when it is settled already: an
         error (no node has its leg, or none has the GPUs it needs) or reused."""
+        need = gpus_needed(self.recipe, cell)
         key = cell.leg.key()
         eligible = frozenset(n.node.id for n in self.nodes if key in n.legs.envs)
-        if not eligible:
+        why = scheduler.unplaceable(need, scheduler.live())
+        if why is None and not eligible:
             failure = merged(self.nodes).failures.get(key)
             reason = failure.render() if failure else "leg not built"
             self._finish(index, _error(cell, f"leg {cell.leg.name}: {reason}"))
             return None
-        need = gpus_needed(self.recipe, cell)
-        why = scheduler.unplaceable(need, eligible)
+        why = why or scheduler.unplaceable(need, eligible)
         if why is not None:
             self._finish(index, _error(cell, f"not run: {why}"))
             return None
         if prior is not None and prior.outcome.is_result:
             # the node that ran it first: its paths are the ones in the key
             for node_id in sorted(eligible, key=lambda i: self.by_id[i].label != prior.node):
-                if self._as_run(cell, self.by_id[node_id]).key == prior.reuse_key:
+                try:
+                    key_there = self._as_run(cell, self.by_id[node_id]).key
+                except NodeLost:
+                    continue  # the run finds out when it places a cell there
+                if key_there == prior.reuse_key:
                     self.results[cell.id] = prior
                     self.emit(CellReused(index, self.total, prior.id, prior))
                     return None

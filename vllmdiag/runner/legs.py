@@ -21,6 +21,7 @@ from vllmdiag.envs.cache import Env
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer
+from vllmdiag.hygiene import DoctorReport
 from vllmdiag.journal import RunDir
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.runner.events import EnvFailed, EnvReady, HygieneChecked, RunRefused
@@ -49,8 +50,7 @@ class NodeLegs:
 
 
 def prepare_nodes(
-    nodes: Sequence[Node],
-    specs: Sequence[LegSpec],
+    nodes: Sequence[tuple[Node, Sequence[LegSpec]]],
     recipe: Recipe,
     run: RunDir,
     emit: Observer[Any],
@@ -59,11 +59,11 @@ def prepare_nodes(
     allow_contaminated: bool,
     cluster: bool,
 ) -> list[NodeLegs]:
-    """Build and check the legs on every node (in parallel across nodes); a node that
-    leaves the cluster meanwhile is left out, with a warning."""
+    """Build and check each node's legs (those of the cells that fit there), in parallel
+    across nodes; a node that leaves the cluster meanwhile is left out, with a warning."""
     jobs = [
         functools.partial(_prepare, node, specs, recipe, run, node_dir(node) if cluster else "")
-        for node in nodes
+        for node, specs in nodes
     ]
     outcomes = [jobs[0](emit)] if len(jobs) == 1 else in_threads(jobs, emit)
     ready: list[NodeLegs] = []
@@ -122,10 +122,14 @@ def _prepare(
 def merged(ready: Sequence[NodeLegs]) -> Legs:
     """One view over the nodes: each leg as the first node that has it built it; a leg
     fails only where it failed on every node."""
-    out = Legs(hygiene=ready[0].legs.hygiene)
+    out = Legs()
+    reports: dict[str, DoctorReport] = {}
     for nl in ready:
         for key, env in nl.legs.envs.items():
             out.envs.setdefault(key, env)
+        for leg, report in nl.legs.hygiene.per_leg.items():
+            reports.setdefault(leg, report)
+    out.hygiene = HygieneSummary(reports)
     for nl in ready:
         for key, failure in nl.legs.failures.items():
             if key not in out.envs:

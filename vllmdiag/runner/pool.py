@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from vllmdiag import proc
 from vllmdiag.events import Note, Observer
 from vllmdiag.model.outcome import CellResult
+from vllmdiag.runner.executor import NodeLost
 from vllmdiag.runner.slots import GpuNeed, Placement, SlotScheduler
 
 T = TypeVar("T")
@@ -108,7 +109,13 @@ class CellPool:
             while pending or self.running:
                 if not self.interrupted:
                     pending = self._dispatch(pending)
-                elif not self.running:
+                    if pending and not self.running:  # a node was lost meanwhile: once more
+                        pending = self._dispatch(pending)
+                    if pending and not self.running:  # nothing runs, nothing fits: never will
+                        for job in pending:
+                            self.unrunnable(job, "no node has room for it")
+                        pending = []
+                if not self.running:
                     break
                 with contextlib.suppress(queue.Empty):
                     self._handle(self.queue.get(timeout=_POLL_S))
@@ -135,6 +142,11 @@ class CellPool:
             cancel = threading.Event()
             try:
                 work = self.start(job, placement, cancel)
+            except NodeLost as exc:  # asked before the start (its bench dialect): try again
+                self.scheduler.release(placement)
+                self._lost(exc.node, exc.message)
+                waiting.append(job)
+                continue
             except BaseException:
                 self.scheduler.release(placement)
                 raise
@@ -167,21 +179,20 @@ class CellPool:
         if isinstance(message, _Crash):
             raise message.error
         outcome = message.finished
-        if outcome.lost_node is not None and outcome.lost_node in self.scheduler.live():
-            self.scheduler.drop(outcome.lost_node)
+        if outcome.lost_node is not None:
             why = outcome.result.reason if outcome.result is not None else "it left the cluster"
-            self.emit(
-                Note(
-                    "warning",
-                    f"{why}; the remaining cells run on the {len(self.scheduler.live())} "
-                    "node(s) left",
-                )
-            )
+            self._lost(outcome.lost_node, why)
         if outcome.result is None:
             self.interrupted = True
             for other in self.running.values():
                 other.cancel.set()
         self.on_finished(active.job, outcome)
+
+    def _lost(self, node: str, why: str) -> None:
+        if node in self.scheduler.live():
+            self.scheduler.drop(node)
+            left = len(self.scheduler.live())
+            self.emit(Note("warning", f"{why}; the remaining cells run on the {left} node(s) left"))
 
     def _stop(self) -> None:
         """End every running cell and wait for each to report (another Ctrl-C or stop
