@@ -15,7 +15,6 @@ inside :func:`vllmdiag.measuring.measuring` (the node lock, stop signals).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -25,15 +24,13 @@ from typing import Any
 
 from vllmdiag import proc
 from vllmdiag.envs.cache import Env, EnvCache
-from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.journal import JournalSink, RunDir, host
 from vllmdiag.measuring import is_measuring, stopped_by
-from vllmdiag.model.outcome import CellResult, Outcome
+from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import cells as planmod
-from vllmdiag.plan import workloads as wlmod
 from vllmdiag.runner.events import (
     CellFinished,
     CellInterrupted,
@@ -42,24 +39,29 @@ from vllmdiag.runner.events import (
     CellSpawned,
     CellStarted,
     CellTick,
-    LeftoversEnded,
     RunFinished,
     RunStarted,
 )
 from vllmdiag.runner.executor import (
     CellTask,
-    ClusterExecutor,
     Executor,
     LocalExecutor,
-    LocalNode,
-    Node,
     NodeLost,
+    nodes_for,
 )
 from vllmdiag.runner.judge import Judge
-from vllmdiag.runner.legs import NodeLegs, merged, prepare_nodes
+from vllmdiag.runner.leftovers import end_leftovers, run_id_of
+from vllmdiag.runner.legs import NodeLegs, legs_per_node, merged, prepare_nodes
+from vllmdiag.runner.on_node import (
+    CellOnNode,
+    child_environ,
+    error_result,
+    on_node,
+    skipped_result,
+)
 from vllmdiag.runner.pool import CellPool, Finished, Job
 from vllmdiag.runner.readers import HygieneSummary, RunReaders
-from vllmdiag.runner.slots import NodeSlots, Placement, SlotScheduler, gpus_needed, local_gpu_ids
+from vllmdiag.runner.slots import NodeSlots, Placement, SlotScheduler, gpus_needed
 
 
 @dataclass(frozen=True)
@@ -113,27 +115,6 @@ def run_cells(
     return _Run(recipe, options, observer).execute(list(cells))
 
 
-def nodes_for(executor: Executor, cache: EnvCache) -> tuple[list[Node], bool]:
-    """The nodes an executor runs cells on, and whether they form a cluster (their
-    results then name their node). An executor that offers none runs on this machine."""
-    if isinstance(executor, ClusterExecutor):
-        return list(executor.nodes()), True
-    gpus = executor.gpus if isinstance(executor, LocalExecutor) else None
-    return [LocalNode(local_gpu_ids(gpus), cache)], False
-
-
-@dataclass(frozen=True)
-class _Cell:
-    """A cell as it will run on one node: its command, reuse key and env there."""
-
-    plan: planmod.CellPlan
-    node: NodeLegs
-    env: Env
-    argv: list[str]
-    key: str
-    out_dir: Path
-
-
 class _Run:
     def __init__(self, recipe: Recipe, options: RunOptions, observer: Observer[CellsEvent]):
         self.recipe = recipe
@@ -147,7 +128,7 @@ class _Run:
             self.run = RunDir.resume(options.resume, recipe.name, warn)
         else:
             self.run = RunDir.create(name, out=options.out, runs_root=options.runs_root, warn=warn)
-        self.run_id = _run_id(self.run) if options.resume else uuid.uuid4().hex[:16]
+        self.run_id = run_id_of(self.run) if options.resume else uuid.uuid4().hex[:16]
         self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
         self.nodes: list[NodeLegs] = []
@@ -178,9 +159,9 @@ class _Run:
         try:
             nodes, self.cluster = nodes_for(self.opts.executor, self.opts.cache)
             if resumed:
-                self._end_leftovers(nodes)
+                end_leftovers(self.run, self.run_id, nodes, self.opts.grace_s, self.emit)
             self.nodes = prepare_nodes(
-                self._legs_per_node(nodes, cells),
+                legs_per_node(nodes, cells, self.recipe, self.emit, cluster=self.cluster),
                 self.recipe,
                 self.run,
                 self.emit,
@@ -198,63 +179,12 @@ class _Run:
         view = merged(self.nodes) if self.nodes else None
         return CellsReport(
             self.run,
-            tuple(self.results.get(c.id) or _skipped(c) for c in cells),
+            tuple(self.results.get(c.id) or skipped_result(c) for c in cells),
             view.envs if view else {},
             view.failures if view else {},
             view.hygiene if view else HygieneSummary(),
             interrupted,
         )
-
-    def _legs_per_node(
-        self, nodes: Sequence[Node], cells: list[planmod.CellPlan]
-    ) -> list[tuple[Node, list[LegSpec]]]:
-        """Each node with the legs of the cells its GPUs could hold (a node too small for
-        every cell builds nothing: a CPU-only head of a GPU cluster)."""
-        out = []
-        for node in nodes:
-            fitting = [
-                c
-                for c in cells
-                if node.gpus is None or gpus_needed(self.recipe, c).count <= len(node.gpus)
-            ]
-            if self.cluster and cells and not fitting:
-                self.emit(
-                    Note(
-                        "info",
-                        f"node {node.label} ({len(node.gpus or ())} GPU(s)) can hold none of "
-                        "the cells: no leg is built there",
-                    )
-                )
-            out.append((node, planmod.legs_needed(fitting)))
-        return out
-
-    def _end_leftovers(self, nodes: Sequence[Node]) -> None:
-        """End what an earlier vllmdiag, killed before it could clean up, left running
-        for this run directory: processes carrying its cell tag (on every node), and the
-        sessions its cells were started in on this machine (a pid reused since is told
-        apart by its start time)."""
-        found = set(proc.tagged(f"{self.run_id}:"))
-        for ev in self.run.events():
-            spawned = ev.get("event") == "cell_spawned" and isinstance(ev.get("pid"), int)
-            if spawned and not ev.get("node"):  # another node's pids are not this machine's
-                found |= proc.session_members(ev["pid"], int(ev.get("start_ticks") or 0))
-        ended = set(proc.end(found, self.opts.grace_s))
-        for node in nodes:
-            if node.remote:
-                try:
-                    ended |= set(node.end_tagged(f"{self.run_id}:", self.opts.grace_s))
-                except NodeLost:
-                    continue  # it is left out when the legs are prepared
-        if ended:
-            pids = sorted(ended)
-            self.emit(LeftoversEnded(tuple(pids)))
-            self.emit(
-                Note(
-                    "warning",
-                    f"ended {len(pids)} process(es) an earlier, killed run of this "
-                    f"directory left running (pids {', '.join(map(str, pids))})",
-                )
-            )
 
     def _run_all(self, cells: list[planmod.CellPlan], prior: dict[str, CellResult]) -> bool:
         scheduler = SlotScheduler(
@@ -287,17 +217,17 @@ class _Run:
         if why is None and not eligible:
             failure = merged(self.nodes).failures.get(key)
             reason = failure.render() if failure else "leg not built"
-            self._finish(index, _error(cell, f"leg {cell.leg.name}: {reason}"))
+            self._finish(index, error_result(cell, f"leg {cell.leg.name}: {reason}"))
             return None
         why = why or scheduler.unplaceable(need, eligible)
         if why is not None:
-            self._finish(index, _error(cell, f"not run: {why}"))
+            self._finish(index, error_result(cell, f"not run: {why}"))
             return None
         if prior is not None and prior.outcome.is_result:
             # the node that ran it first: its paths are the ones in the key
             for node_id in sorted(eligible, key=lambda i: self.by_id[i].label != prior.node):
                 try:
-                    key_there = self._as_run(cell, self.by_id[node_id]).key
+                    key_there = self._on_node(cell, self.by_id[node_id]).key
                 except NodeLost:
                     continue  # the run finds out when it places a cell there
                 if key_there == prior.reuse_key:
@@ -306,41 +236,18 @@ class _Run:
                     return None
         return Job(index, cell.id, need, eligible, whole="CUDA_VISIBLE_DEVICES" in cell.env)
 
-    def _as_run(self, cell: planmod.CellPlan, node: NodeLegs) -> _Cell:
-        env = node.legs.envs[cell.leg.key()]
-        out_dir = node.node.out_dir(self.run, self.run_id, cell.id)
-        wl = self.recipe.workloads[cell.workload]
-        dialect = (
-            node.node.dialect(env, cell.env.get("PYTHONPATH", ""))
-            if wl.builtin is not None
-            else wlmod.CURRENT
-        )
-        argv = wlmod.render(
-            wl,
-            name=cell.workload,
-            flags=cell.flags,
-            out_dir=out_dir,
-            recipe_dir=self.recipe.recipe_dir,
-            python=env.python,
-            dialect=dialect,
-        )
-        key = planmod.reuse_key(cell, env.lock_hash, argv, cell.workload)
-        return _Cell(cell, node, env, argv, key, out_dir)
+    def _on_node(self, cell: planmod.CellPlan, node: NodeLegs) -> CellOnNode:
+        return on_node(self.recipe, self.run, self.run_id, cell, node)
 
     def _start(
         self, job: Job, placement: Placement, cancel: threading.Event
     ) -> Callable[[Observer[Any]], Finished]:
         """Journal the cell's start and hand its thread the work (see :class:`CellPool`)."""
         node = self.by_id[placement.node]
-        c = self._as_run(self.plans[job.cell_id], node)
+        c = self._on_node(self.plans[job.cell_id], node)
         cell = c.plan
         self.run.prepare_cell(cell.id)
         log = self.run.log_path(cell.id)
-        child_env = c.env.child_environ(node.node.base_environ())
-        child_env.update(cell.env)
-        if placement.visible is not None:
-            child_env["CUDA_VISIBLE_DEVICES"] = placement.visible
-        child_env[proc.TAG_VAR] = f"{self.run_id}:{cell.id}"
         self.emit(
             CellStarted(
                 job.index,
@@ -362,7 +269,7 @@ class _Run:
         task = CellTask(
             cell.id,
             tuple(c.argv),
-            child_env,
+            child_environ(c, placement, self.run_id),
             c.out_dir,
             log,
             self.recipe.timeout,
@@ -381,7 +288,7 @@ class _Run:
             )
         return self.judges[node.node.id]
 
-    def _work(self, c: _Cell, task: CellTask, judge: Judge, relay: Observer[Any]) -> Finished:
+    def _work(self, c: CellOnNode, task: CellTask, judge: Judge, relay: Observer[Any]) -> Finished:
         """On the cell's own thread: run it, then judge it from its log and outputs."""
         cell, node = c.plan, c.node
 
@@ -394,9 +301,9 @@ class _Run:
                 task, on_tick=lambda s: relay(CellTick(cell.id, s, task.log)), on_spawn=spawned
             )
         except NodeLost as exc:
-            return Finished(self._on(node, _error(cell, exc.message, c)), lost_node=exc.node)
+            return Finished(self._on(node, error_result(cell, exc.message, c)), lost_node=exc.node)
         except ProcessError as exc:
-            return Finished(self._on(node, _error(cell, exc.render(), c)))
+            return Finished(self._on(node, error_result(cell, exc.render(), c)))
         if done.interrupted:
             relay(CellInterrupted(cell.id, done.elapsed_s))
             return Finished(None)
@@ -411,49 +318,9 @@ class _Run:
             self._finish(job.index, outcome.result)
 
     def _unrunnable(self, job: Job, why: str) -> None:
-        self._finish(job.index, _error(self.plans[job.cell_id], f"not run: {why}"))
+        self._finish(job.index, error_result(self.plans[job.cell_id], f"not run: {why}"))
 
     def _finish(self, index: int, result: CellResult) -> None:
         self.run.write_result(result)
         self.results[result.id] = result
         self.emit(CellFinished(index, self.total, result.id, result))
-
-
-def _run_id(run: RunDir) -> str:
-    """The id an earlier start of this run directory gave it (older journals have none:
-    then one derived from the directory, stable across resumes)."""
-    for ev in run.events():
-        if ev.get("event") == "run_started" and isinstance(ev.get("run_id"), str):
-            return str(ev["run_id"])
-    return hashlib.sha256(str(run.path.resolve()).encode()).hexdigest()[:16]
-
-
-def _skipped(cell: planmod.CellPlan) -> CellResult:
-    return CellResult(
-        id=cell.id,
-        arm=cell.arm,
-        workload=cell.workload,
-        repeat=cell.repeat,
-        outcome=Outcome.SKIPPED,
-        rc=None,
-        elapsed_s=0.0,
-        reason="not run: the run was interrupted",
-        leg=cell.leg.name,
-    )
-
-
-def _error(cell: planmod.CellPlan, reason: str, ran: _Cell | None = None) -> CellResult:
-    return CellResult(
-        id=cell.id,
-        arm=cell.arm,
-        workload=cell.workload,
-        repeat=cell.repeat,
-        outcome=Outcome.ERROR,
-        rc=None,
-        elapsed_s=0.0,
-        reuse_key=ran.key if ran else "",
-        reason=reason,
-        leg=cell.leg.name,
-        lock_hash=ran.env.lock_hash if ran else "",
-        argv=tuple(ran.argv) if ran else (),
-    )

@@ -28,6 +28,7 @@ from vllmdiag.events import Observer, ignore
 from vllmdiag.hygiene import DoctorReport, doctor
 from vllmdiag.journal import RunDir, host
 from vllmdiag.plan.workloads import BenchDialect
+from vllmdiag.runner.slots import local_gpu_ids
 from vllmdiag.runner.vllm_cli import bench_dialect
 
 #: The id of this machine's node.
@@ -209,6 +210,15 @@ class LocalExecutor:
                 "then resume the run with --resume",
             ) from None
         return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)
+
+
+def nodes_for(executor: Executor, cache: EnvCache) -> tuple[list[Node], bool]:
+    """The nodes an executor runs cells on, and whether they form a cluster (their
+    results then name their node). An executor that offers none runs on this machine."""
+    if isinstance(executor, ClusterExecutor):
+        return list(executor.nodes()), True
+    gpus = executor.gpus if isinstance(executor, LocalExecutor) else None
+    return [LocalNode(local_gpu_ids(gpus), cache)], False
 
 
 @contextlib.contextmanager

@@ -24,10 +24,12 @@ from vllmdiag.events import Note, Observer
 from vllmdiag.hygiene import DoctorReport
 from vllmdiag.journal import RunDir
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.plan.cells import CellPlan, legs_needed
 from vllmdiag.runner.events import EnvFailed, EnvReady, HygieneChecked, RunRefused
 from vllmdiag.runner.executor import Node, NodeLost
 from vllmdiag.runner.pool import in_threads
 from vllmdiag.runner.readers import HygieneSummary
+from vllmdiag.runner.slots import gpus_needed
 
 
 @dataclass
@@ -47,6 +49,33 @@ class NodeLegs:
     node: Node
     legs: Legs
     label: str = ""
+
+
+def legs_per_node(
+    nodes: Sequence[Node],
+    cells: Sequence[CellPlan],
+    recipe: Recipe,
+    emit: Observer[Any],
+    *,
+    cluster: bool,
+) -> list[tuple[Node, list[LegSpec]]]:
+    """Each node with the legs of the cells its GPUs could hold (a node too small for
+    every cell builds nothing: a CPU-only head of a GPU cluster)."""
+    out = []
+    for node in nodes:
+        fitting = [
+            c for c in cells if node.gpus is None or gpus_needed(recipe, c).count <= len(node.gpus)
+        ]
+        if cluster and cells and not fitting:
+            emit(
+                Note(
+                    "info",
+                    f"node {node.label} ({len(node.gpus or ())} GPU(s)) can hold none of "
+                    "the cells: no leg is built there",
+                )
+            )
+        out.append((node, legs_needed(list(fitting))))
+    return out
 
 
 def prepare_nodes(
