@@ -299,3 +299,16 @@ def _alive(pid: int) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+def test_the_runners_see_each_node_as_it_is(cluster: Any, tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: x\n")
+    with RayExecutor() as executor:
+        nodes = executor.nodes()
+        assert len(nodes) == 3
+        assert sorted(n.gpus or () for n in nodes) == [(), ("0", "1"), ("0", "1")]
+        assert len({n.label for n in nodes}) == 3
+        assert all(n.sees(recipe) for n in nodes)  # one filesystem here
+        assert not any(n.sees(tmp_path / "missing.yaml") for n in nodes)
+        assert all(not any(k.startswith("RAY_") for k in n.base_environ()) for n in nodes)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import shutil
 import socket
@@ -201,6 +202,13 @@ class NodeRunner:
             cell = self.cells.pop(cell_id, None)
         if cell is not None:
             shutil.rmtree(cell.task.cwd.parent, ignore_errors=True)
+
+    def digest(self, path: str) -> str:
+        """The sha256 of a file as this node reads it ("" where it cannot)."""
+        try:
+            return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            return ""
 
     def end_tagged(self, prefix: str, grace_s: float) -> tuple[int, ...]:
         return tuple(sorted(proc.end(proc.tagged(prefix), grace_s)))

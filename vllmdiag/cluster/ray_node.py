@@ -5,6 +5,7 @@ to this machine in bounded chunks."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Mapping
@@ -115,6 +116,14 @@ class RayNode:
     def end_tagged(self, prefix: str, grace_s: float) -> tuple[int, ...]:
         ended: tuple[int, ...] = self.call("end_tagged", prefix, grace_s, what="")
         return ended
+
+    def sees(self, path: Path) -> bool:
+        try:
+            here = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return False
+        there: str = self.call("digest", str(path), what="")
+        return there == here
 
     def fetch(self, remote: str, local: Path) -> None:
         """Copy a file the runner wrote to ``local``, chunk by chunk."""

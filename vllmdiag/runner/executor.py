@@ -123,6 +123,10 @@ class Node(Protocol):
         """End this node's processes whose cell tag starts with ``prefix``."""
         ...
 
+    def sees(self, path: Path) -> bool:
+        """Whether this node reads the file at ``path`` as this machine does (same bytes)."""
+        ...
+
 
 @runtime_checkable
 class ClusterExecutor(Protocol):
@@ -174,6 +178,9 @@ class LocalNode:
 
     def end_tagged(self, prefix: str, grace_s: float) -> tuple[int, ...]:
         return tuple(sorted(proc.end(proc.tagged(prefix), grace_s)))
+
+    def sees(self, path: Path) -> bool:
+        return True
 
 
 class LocalExecutor:

@@ -126,6 +126,12 @@ def _prepare(
     emit: Observer[Any],
 ) -> NodeLegs:
     legs = Legs()
+    blind = _cannot_see_recipe(node, recipe)
+    if blind is not None:
+        for spec in specs:
+            legs.failures[spec.key()] = blind
+            emit(EnvFailed(spec.name, spec.key(), blind.render(), node=label))
+        return NodeLegs(node, legs, label)
     where = f"nodes/{label}/envs" if label else "envs"
     for spec in specs:
         log = run.path / where / f"{spec.key()}.log"
@@ -146,6 +152,22 @@ def _prepare(
     reports = {env.spec.name: node.doctor(env, run_env) for env in legs.envs.values()}
     legs.hygiene = HygieneSummary(reports)
     return NodeLegs(node, legs, label)
+
+
+def _cannot_see_recipe(node: Node, recipe: Recipe) -> EnvError | None:
+    """A node that would run files from the recipe's directory (``{recipe_dir}``) must
+    read the recipe there as it is here; else its cells would fail for a reason that is
+    vllmdiag's setup, not the leg's."""
+    uses = any("{recipe_dir}" in str(w.command or "") for w in recipe.workloads.values())
+    if not uses or recipe.source is None or node.sees(recipe.source):
+        return None
+    return EnvError(
+        f"node {node.label} cannot read the recipe's directory {recipe.recipe_dir} as this "
+        "machine does (its workloads run files from it)",
+        where=f"node {node.label}",
+        hint="put the recipe's directory on a filesystem every node shares, or copy it to "
+        "the same path on every node",
+    )
 
 
 def merged(ready: Sequence[NodeLegs]) -> Legs:
