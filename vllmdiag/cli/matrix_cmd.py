@@ -33,8 +33,8 @@ class ExecutorKind(str, Enum):
 ExecutorOption = typer.Option(
     ExecutorKind.LOCAL,
     "--executor",
-    help="Where cells run: this machine, or the nodes of a Ray cluster "
-    "(pip install 'vllmdiag[ray]').",
+    help="Where cells run: this machine, or the nodes of a Ray cluster (needs vllmdiag's "
+    "ray extra).",
 )
 AddressOption = typer.Option(
     None,
