@@ -45,6 +45,7 @@ _EXPORTS = {
     "CellsReport": "vllmdiag.runner",
     "Executor": "vllmdiag.runner",
     "LocalExecutor": "vllmdiag.runner",
+    "RayExecutor": "vllmdiag.cluster",
     "run_matrix": "vllmdiag.matrix",
     "MatrixOptions": "vllmdiag.matrix",
     "MatrixReport": "vllmdiag.matrix",
@@ -82,6 +83,7 @@ __all__ = [
     "MatrixPlan",
     "MatrixReport",
     "Outcome",
+    "RayExecutor",
     "Recipe",
     "Report",
     "ReportRequest",
@@ -126,6 +128,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from vllmdiag import codec
     from vllmdiag.bisect import bisect_releases
+    from vllmdiag.cluster import RayExecutor
     from vllmdiag.compare import compare as compare_tables
     from vllmdiag.config import load_arm_library, load_recipe
     from vllmdiag.envs import EnvCache, LegSpec

@@ -6,11 +6,16 @@ vllmdiag itself is killed. On timeout or Ctrl-C the whole tree gets SIGTERM, the
 SIGKILL after a grace period: profilers need the TERM to flush their traces, and a
 child that ignores it must still not outlive the cell. Descendants that left the group
 (``setsid``) are tracked by walking ``/proc`` while the child runs.
+
+Off the main thread, where Ctrl-C never arrives, a child is stopped the same way when its
+cancel event is set: passed to :func:`run`, or set for every child a thread starts with
+:func:`cancel_scope` (so an executor that knows nothing of threads is stopped too).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import signal
 import subprocess
@@ -125,6 +130,29 @@ class Completed:
 
 Tick = Callable[[float], None]
 
+_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "vllmdiag_cancel", default=None
+)
+
+
+@contextlib.contextmanager
+def cancel_scope(event: threading.Event) -> Iterator[threading.Event]:
+    """While the block runs, every child :func:`run` starts in this thread (and context) is
+    stopped as on Ctrl-C once ``event`` is set: its tree gets TERM, then KILL after the
+    grace period, and ``interrupted`` is set. A child not yet started is never started."""
+    token = _CANCEL.set(event)
+    try:
+        yield event
+    finally:
+        _CANCEL.reset(token)
+
+
+def cancel_requested() -> bool:
+    """True once the cancel event :func:`cancel_scope` set here has been set (for waits
+    that are not a child of :func:`run`: a remote call, a poll)."""
+    event = _CANCEL.get()
+    return event is not None and event.is_set()
+
 
 def clean_environ(
     base: Mapping[str, str] | None = None,
@@ -153,6 +181,7 @@ def run(
     on_tick: Tick | None = None,
     tick_s: float = 0.25,
     on_spawn: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group.
 
@@ -161,9 +190,14 @@ def run(
     :class:`ProcessError`; a non-zero exit does not (look at ``rc``), and neither does
     Ctrl-C: the tree is stopped and ``interrupted`` is set, for the caller to journal
     before it stops. ``on_spawn`` gets the child's pid (also its process group and
-    session id) as soon as it exists, for the caller to journal.
+    session id) as soon as it exists, for the caller to journal. ``cancel`` (default: the
+    one :func:`cancel_scope` set) stops the tree from another thread as Ctrl-C would.
     """
     args = tuple(str(a) for a in argv)
+    if cancel is None:
+        cancel = _CANCEL.get()
+    if cancel is not None and cancel.is_set():
+        return Completed(args, None, 0.0, interrupted=True)
     out: IO[bytes]
     err: IO[bytes]
     with contextlib.ExitStack() as stack:
@@ -198,7 +232,7 @@ def run(
             except BaseException:
                 kill_tree(child, child.pid, set(), grace_s)
                 raise
-        rc, timed_out, interrupted = _wait(child, start, timeout, grace_s, on_tick, tick_s)
+        rc, timed_out, interrupted = _wait(child, start, timeout, grace_s, on_tick, tick_s, cancel)
         elapsed = time.monotonic() - start
         stdout = stderr = ""
         if capture:
@@ -236,6 +270,7 @@ def _wait(
     grace_s: float,
     on_tick: Tick | None,
     tick_s: float,
+    cancel: threading.Event | None = None,
 ) -> tuple[int | None, bool, bool]:
     tracked: set[int] = set()
     pgid = child.pid  # start_new_session: the child leads its own group
@@ -247,6 +282,9 @@ def _wait(
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if cancel is not None and cancel.is_set():
+                kill_tree(child, pgid, tracked, grace_s)
+                return child.returncode, False, True
             now = time.monotonic()
             if now - last_scan >= 1.0:
                 tracked |= descendants(child.pid)
@@ -346,6 +384,11 @@ def _alive(pids: Iterable[int]) -> set[int]:
         if st is not None and st[0] not in ("Z", "X"):
             live.add(pid)
     return live
+
+
+def is_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    return bool(_alive([pid]))
 
 
 def group_members(pgid: int) -> set[int]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -19,6 +21,34 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.plan import MatrixPlan, plan
 from vllmdiag.proc import Interrupted
+from vllmdiag.runner import open_executor
+
+
+class ExecutorKind(str, Enum):
+    LOCAL = "local"
+    RAY = "ray"
+
+
+# Shared with every command that runs cells across nodes (matrix, study).
+ExecutorOption = typer.Option(
+    ExecutorKind.LOCAL,
+    "--executor",
+    help="Where cells run: this machine, or the nodes of a Ray cluster (needs vllmdiag's "
+    "ray extra).",
+)
+AddressOption = typer.Option(
+    None,
+    "--address",
+    metavar="HOST:PORT",
+    help="With --executor ray: the cluster to run on (default: start a local Ray instance).",
+)
+GpusOption = typer.Option(
+    None,
+    "--gpus",
+    metavar="N",
+    help="GPU slots of this machine (or of the local Ray instance): default, the GPUs it "
+    "shows; on a machine without GPUs, N fake slots.",
+)
 
 
 def matrix(
@@ -55,9 +85,13 @@ def matrix(
         "--wait",
         help="If another matrix holds this machine's lock, wait for it instead of stopping.",
     ),
+    executor: ExecutorKind = ExecutorOption,
+    address: str | None = AddressOption,
+    gpus: int | None = GpusOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Run a baseline plus arms over workloads, each cell in its own env, serially."""
+    """Run a baseline plus arms over workloads, each cell in its own env: one at a time
+    per node for metric matrices, side by side on disjoint GPUs for pass/fail ones."""
     console = human(as_json)
     with user_errors():
         if resume is not None and out is not None:
@@ -81,8 +115,14 @@ def matrix(
             allow_contaminated=allow_contaminated,
             wait=wait,
         )
-        with LiveView(console) as view:
-            report = run_matrix(rec, opts, view)
+        if executor is ExecutorKind.RAY:
+            where = address or "a local Ray instance"
+            console.print(plain(f"connecting to {where} ...", style="dim"), highlight=False)
+        with (
+            open_executor(executor.value, address=address, gpus=gpus) as ex,
+            LiveView(console) as view,
+        ):
+            report = run_matrix(rec, replace(opts, executor=ex), view)
         _print_report(console, report)
         if as_json:
             emit_json(codec.dump(report))

@@ -8,7 +8,7 @@ node lock; SIGTERM and SIGHUP stop it as Ctrl-C does), the cells run through
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vllmdiag import proc
@@ -77,7 +77,9 @@ def run_matrix(
     """Run ``recipe`` to its verdict (see the module's docstring)."""
     plan(recipe, options.cache)  # validates every command before anything runs
     with measuring(wait=options.wait, observer=observer) as stop:
-        ran = run_cells(recipe, expand(recipe), options.run_options(), observer)
+        # Timing needs the node to itself; pass/fail cells share it on disjoint GPUs.
+        run_options = replace(options.run_options(), exclusive=recipe.is_metric_matrix)
+        ran = run_cells(recipe, expand(recipe), run_options, observer)
         report = MatrixReport(
             recipe=recipe.name,
             question=recipe.question,

@@ -87,3 +87,5 @@ class CellResult:
     log: str = ""
     #: What vllmdiag could not read about the cell (a reader that broke on its log).
     notes: tuple[str, ...] = ()
+    #: The node that ran it, in a run across nodes ("" on this machine alone).
+    node: str = ""

@@ -149,6 +149,9 @@ class WorkloadConfig(Strict):
     batch_size: int = Field(default=8, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     metrics: tuple[MetricSpec, ...] = ()
+    #: GPUs a cell of this workload takes (0: none, it never waits for one); unset: the
+    #: tensor/pipeline/data-parallel sizes in its flags, else one.
+    gpus: int | None = Field(default=None, ge=0, le=4096)
 
     _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
 
@@ -192,6 +195,8 @@ class Recipe(Strict):
     timeout: float = Field(default=3600.0, gt=0)
     metrics: tuple[MetricSpec, ...] = ()
     target: str | None = None
+    #: GPUs each cell takes where its workload does not say (see WorkloadConfig.gpus).
+    gpus: int | None = Field(default=None, ge=0, le=4096)
     source: Path | None = None
 
     @field_validator("legs", "workloads")

@@ -2,15 +2,28 @@
 journaled, resumable. Every job that runs cells does it through :func:`run_cells`."""
 
 from vllmdiag.runner.cells import CellsReport, FollowUp, RunOptions, run_cells
-from vllmdiag.runner.executor import CellRun, CellTask, Executor, LocalExecutor
+from vllmdiag.runner.executor import (
+    CellRun,
+    CellTask,
+    ClusterExecutor,
+    Executor,
+    LocalExecutor,
+    Node,
+    NodeLost,
+    open_executor,
+)
 
 __all__ = [
     "CellRun",
     "CellTask",
     "CellsReport",
+    "ClusterExecutor",
     "Executor",
     "FollowUp",
     "LocalExecutor",
+    "Node",
+    "NodeLost",
     "RunOptions",
+    "open_executor",
     "run_cells",
 ]

@@ -39,6 +39,8 @@ class LeftoversEnded:
 @dataclass(frozen=True)
 class EnvReady:
     record: EnvRecord
+    #: The node it was built on, in a run across nodes ("" on this machine alone).
+    node: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,14 @@ class EnvFailed:
     leg: str
     key: str
     error: str
+    node: str = ""
 
 
 @dataclass(frozen=True)
 class HygieneChecked:
     legs: tuple[DoctorReport, ...]
     contaminated: bool
+    node: str = ""
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,10 @@ class CellStarted:
     reuse_key: str
     lock_hash: str
     log: Path
+    #: Where it runs, in a run across nodes ("" on this machine alone), and the GPUs it
+    #: was given as its CUDA_VISIBLE_DEVICES (None: the node's own setting).
+    node: str = ""
+    gpus: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,9 @@ class CellSpawned:
     pgid: int
     sid: int
     start_ticks: int | None
+    #: The node the pid lives on ("" for this machine: only those are ended on resume
+    #: by their session; a node ends its own by their tag).
+    node: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,47 @@
-"""How a cell's command is executed. The cell runner talks only to :class:`Executor`,
-so a cluster executor (Ray) can slot in beside :class:`LocalExecutor` without touching
-the rest."""
+"""How a cell's command is executed, and where.
+
+The cell runner talks to an :class:`Executor` (one blocking ``run`` per cell; the runner
+calls it from a thread per running cell, so cells can overlap) and to the :class:`Node`
+each cell is placed on: where its legs are built and checked and what its processes see.
+:class:`LocalExecutor` runs on this machine, one :class:`LocalNode`; an executor that
+spreads cells over several machines also offers ``nodes()`` (:class:`ClusterExecutor`:
+Ray, in :mod:`vllmdiag.cluster`). An executor that offers nothing more runs on this
+machine's node, and is stopped through :func:`vllmdiag.proc.cancel_scope`.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from vllmdiag import proc, redact
-from vllmdiag.errors import RunDirError
+from vllmdiag.envs.cache import Env, EnvCache, EnvEvent
+from vllmdiag.envs.spec import LegSpec
+from vllmdiag.errors import ConfigError, ProcessError, RunDirError
+from vllmdiag.events import Observer, ignore
+from vllmdiag.hygiene import DoctorReport, doctor
+from vllmdiag.journal import RunDir, host
+from vllmdiag.plan.workloads import BenchDialect
+from vllmdiag.runner.slots import local_gpu_ids
+from vllmdiag.runner.vllm_cli import bench_dialect
+
+#: The id of this machine's node.
+LOCAL = "local"
 
 
 @dataclass(frozen=True)
 class CellTask:
+    """One cell to run: its command, environment and working directory as the node that
+    runs it sees them (``node``), and its log on this machine. ``collect``: where its
+    output files go on this machine, when ``cwd`` is on another one. ``cancel``: set when
+    the run is stopped (the cell's tree is then ended, as on Ctrl-C)."""
+
     cell_id: str
     argv: tuple[str, ...]
     env: dict[str, str]
@@ -27,6 +52,9 @@ class CellTask:
     #: The leg's interpreter (an executor that wraps the command, e.g. under a profiler,
     #: finds the leg's own tools beside it).
     python: Path | None = None
+    node: str = LOCAL
+    collect: Path | None = None
+    cancel: threading.Event | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -48,8 +76,72 @@ class Executor(Protocol):
         self, task: CellTask, on_tick: Tick | None = None, on_spawn: Spawned | None = None
     ) -> CellRun:
         """Run one cell to completion (or timeout, or interrupt) and say how it ended;
-        ``on_spawn`` gets the cell's process id (its group and session) once it exists."""
+        ``on_spawn`` gets the cell's process id (its group and session) once it exists.
+        May be called from several threads at once, one cell each."""
         ...
+
+
+class NodeLost(ProcessError):
+    """The node running a cell (or building its leg) left the cluster: the cell is an
+    ERROR with this reason, never a fail, and a resume runs it again."""
+
+    def __init__(self, node: str, message: str) -> None:
+        super().__init__(
+            message,
+            hint="resume the run with --resume to run its unfinished cells on the live nodes",
+        )
+        self.node = node
+
+
+class Node(Protocol):
+    """A machine cells run on. ``gpus``: its GPU ids (None: unknown, not enforced);
+    ``remote``: its process ids are not this machine's."""
+
+    id: str
+    label: str
+    gpus: tuple[str, ...] | None
+    remote: bool
+
+    def ensure(self, spec: LegSpec, *, observer: Observer[EnvEvent], log: Path) -> Env:
+        """The leg built (or verified and reused) on this node; its build log at ``log``."""
+        ...
+
+    def doctor(self, env: Env, run_env: Mapping[str, str]) -> DoctorReport:
+        """The hygiene checks of a leg, run on this node."""
+        ...
+
+    def dialect(self, env: Env, pythonpath: str) -> BenchDialect:
+        """How this node's copy of the leg spells ``vllm bench`` flags."""
+        ...
+
+    def out_dir(self, run: RunDir, run_id: str, cell_id: str) -> Path:
+        """The cell's working directory, as this node sees it."""
+        ...
+
+    def base_environ(self) -> dict[str, str]:
+        """What a cell on this node inherits, before its leg and the recipe add theirs."""
+        ...
+
+    def end_tagged(self, prefix: str, grace_s: float) -> tuple[int, ...]:
+        """End this node's processes whose cell tag starts with ``prefix``."""
+        ...
+
+    def sees(self, path: Path) -> bool:
+        """Whether this node reads the file at ``path`` as this machine does (same bytes)."""
+        ...
+
+
+@runtime_checkable
+class ClusterExecutor(Protocol):
+    """An executor that runs cells on several nodes (``CellTask.node`` picks one)."""
+
+    name: str
+
+    def nodes(self) -> Sequence[Node]: ...
+
+    def run(
+        self, task: CellTask, on_tick: Tick | None = None, on_spawn: Spawned | None = None
+    ) -> CellRun: ...
 
 
 def log_header(task: CellTask) -> str:
@@ -61,10 +153,47 @@ def log_header(task: CellTask) -> str:
     )
 
 
+class LocalNode:
+    """This machine: legs from the env cache, checks and cells run here."""
+
+    remote = False
+
+    def __init__(self, gpus: tuple[str, ...] | None, cache: EnvCache) -> None:
+        self.id = LOCAL
+        self.label = host()
+        self.gpus = gpus
+        self.cache = cache
+
+    def ensure(self, spec: LegSpec, *, observer: Observer[EnvEvent] = ignore, log: Path) -> Env:
+        return self.cache.ensure(spec, observer=observer, log=log)
+
+    def doctor(self, env: Env, run_env: Mapping[str, str]) -> DoctorReport:
+        return doctor(env, run_env=run_env)
+
+    def dialect(self, env: Env, pythonpath: str) -> BenchDialect:
+        return bench_dialect(env.python, pythonpath)
+
+    def out_dir(self, run: RunDir, run_id: str, cell_id: str) -> Path:
+        return run.out_dir(cell_id)
+
+    def base_environ(self) -> dict[str, str]:
+        return proc.clean_environ()
+
+    def end_tagged(self, prefix: str, grace_s: float) -> tuple[int, ...]:
+        return tuple(sorted(proc.end(proc.tagged(prefix), grace_s)))
+
+    def sees(self, path: Path) -> bool:
+        return True
+
+
 class LocalExecutor:
-    """This node, one cell at a time, each in its own process group."""
+    """This node: each cell in its own process group. ``gpus`` (``--gpus N``) sets how
+    many GPU slots it schedules; unset, the GPUs this machine shows."""
 
     name = "local"
+
+    def __init__(self, gpus: int | None = None) -> None:
+        self.gpus = gpus
 
     def run(
         self, task: CellTask, on_tick: Tick | None = None, on_spawn: Spawned | None = None
@@ -81,6 +210,7 @@ class LocalExecutor:
                 grace_s=task.grace_s,
                 on_tick=on_tick,
                 on_spawn=on_spawn,
+                cancel=task.cancel,
             )
         except OSError as exc:  # the log cannot be written: the tool's failure, not the cell's
             raise RunDirError(
@@ -90,3 +220,37 @@ class LocalExecutor:
                 "then resume the run with --resume",
             ) from None
         return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)
+
+
+def nodes_for(executor: Executor, cache: EnvCache) -> tuple[list[Node], bool]:
+    """The nodes an executor runs cells on, and whether they form a cluster (their
+    results then name their node). An executor that offers none runs on this machine."""
+    if isinstance(executor, ClusterExecutor):
+        return list(executor.nodes()), True
+    gpus = executor.gpus if isinstance(executor, LocalExecutor) else None
+    return [LocalNode(local_gpu_ids(gpus), cache)], False
+
+
+@contextlib.contextmanager
+def open_executor(
+    kind: str = "local", *, address: str | None = None, gpus: int | None = None
+) -> Iterator[Executor]:
+    """The executor ``--executor KIND`` names, ready to run cells, and stopped after:
+    ``local`` (this machine; ``gpus`` slots) or ``ray`` (the cluster at ``address``, or a
+    local Ray instance with ``gpus`` GPUs)."""
+    if kind == "local":
+        if address:
+            raise ConfigError(
+                "--address names a Ray cluster, and this run is on this machine",
+                hint="add --executor ray, or drop --address",
+            )
+        yield LocalExecutor(gpus)
+    elif kind == "ray":
+        from vllmdiag.cluster import RayExecutor
+
+        with RayExecutor(address, gpus=gpus) as ray:
+            yield ray
+    else:
+        raise ConfigError(
+            f"no executor {kind!r}", hint="--executor local (this machine) or --executor ray"
+        )

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vllmdiag.envs.cache import Env
-from vllmdiag.errors import EnvError, PinNotHeld
+from vllmdiag.errors import EnvError, PinNotHeld, ProcessError
 from vllmdiag.fingerprint import fingerprint_file
 from vllmdiag.fingerprint.startup import dominant
 from vllmdiag.hygiene import CONTAMINATED, WARNING, DoctorReport, doctor, known_env_vars
@@ -118,7 +118,7 @@ class RunReaders:
             env = envs.get(leg.key())
             # Only env arms need the leg's known variables; ask each leg once.
             if arm.env and env is not None and leg.key() not in known_cache:
-                known_cache[leg.key()] = known_env_vars(env)
+                known_cache[leg.key()] = _known_env_vars(env)
             cells = by_arm.get(arm.name, [])
             texts = [_read_bounded(Path(c.log)) for c in cells if c.log]
             failure = failures.get(leg.key())
@@ -136,6 +136,15 @@ class RunReaders:
             if reason:
                 out[arm.name] = reason
         return out
+
+
+def _known_env_vars(env: Env) -> frozenset[str] | None:
+    """The leg's known variables, or None where its python cannot be asked from here (a
+    leg on another node of a cluster): vLLM's own warning in the log then decides."""
+    try:
+        return known_env_vars(env)
+    except (EnvError, ProcessError):
+        return None
 
 
 def _read_bounded(path: Path) -> str:
