@@ -312,3 +312,34 @@ def test_the_runners_see_each_node_as_it_is(cluster: Any, tmp_path: Path) -> Non
         assert all(n.sees(recipe) for n in nodes)  # one filesystem here
         assert not any(n.sees(tmp_path / "missing.yaml") for n in nodes)
         assert all(not any(k.startswith("RAY_") for k in n.base_environ()) for n in nodes)
+
+
+def test_a_study_runs_on_the_cluster_each_cell_on_a_node_of_its_own(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """``vllmdiag study --executor ray``: the same batch, tables and canonical runs as on
+    this machine, its cells spread over the workers (a study measures: a node per cell)."""
+    from importlib.metadata import version
+
+    from typer.testing import CliRunner
+
+    from tests.test_study_run import recipe, rows, speed
+    from vllmdiag.cli.app import app
+
+    path = recipe(tmp_path / "recipe", uv_leg=False)
+    out = tmp_path / "study"
+    res = CliRunner().invoke(
+        app,
+        ["study", str(path), "--out", str(out), "--executor", "ray", "--address", "auto", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    cells = data["cells"]
+    assert {c["outcome"] for c in cells} == {"pass"}
+    assert len({c["node"] for c in cells}) == 2  # both workers (the head has no GPU)
+    here = speed(version("packaging"))
+    assert rows(data, "throughput") == {
+        "alpha.mixed": [1000.0 * here],
+        "beta.mixed": [2500.0 * 2 * here],
+    }
+    assert (out / "REPORT.md").is_file() and (out / "MANIFEST.md").is_file()

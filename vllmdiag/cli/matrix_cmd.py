@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import replace
-from enum import Enum
 from pathlib import Path
 
 import typer
@@ -13,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vllmdiag import codec
+from vllmdiag.cli.executor_opts import AddressOption, ExecutorKind, ExecutorOption, GpusOption
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import verdict_table
@@ -22,33 +22,6 @@ from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.plan import MatrixPlan, plan
 from vllmdiag.proc import Interrupted
 from vllmdiag.runner import open_executor
-
-
-class ExecutorKind(str, Enum):
-    LOCAL = "local"
-    RAY = "ray"
-
-
-# Shared with every command that runs cells across nodes (matrix, study).
-ExecutorOption = typer.Option(
-    ExecutorKind.LOCAL,
-    "--executor",
-    help="Where cells run: this machine, or the nodes of a Ray cluster (needs vllmdiag's "
-    "ray extra).",
-)
-AddressOption = typer.Option(
-    None,
-    "--address",
-    metavar="HOST:PORT",
-    help="With --executor ray: the cluster to run on (default: start a local Ray instance).",
-)
-GpusOption = typer.Option(
-    None,
-    "--gpus",
-    metavar="N",
-    help="GPU slots of this machine (or of the local Ray instance): default, the GPUs it "
-    "shows; on a machine without GPUs, N fake slots.",
-)
 
 
 def matrix(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -19,10 +20,12 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from vllmdiag import codec
+from vllmdiag.cli.executor_opts import AddressOption, ExecutorKind, ExecutorOption, GpusOption
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.proc import Interrupted
+from vllmdiag.runner import open_executor
 from vllmdiag.study import (
     BatchOpened,
     Filters,
@@ -113,9 +116,13 @@ def run_cmd(
         False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."
     ),
     wait: bool = typer.Option(False, "--wait", help="Queue behind a job holding the node lock."),
+    executor: ExecutorKind = ExecutorOption,
+    address: str | None = AddressOption,
+    gpus: int | None = GpusOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Run a batch of the study and regenerate its tables."""
+    """Run a batch of the study and regenerate its tables (each cell on a node of its
+    own: a study measures)."""
     console = human(as_json)
     with user_errors():
         study = load_study(recipe)
@@ -138,8 +145,14 @@ def run_cmd(
             allow_contaminated=allow_contaminated,
             wait=wait,
         )
-        with LiveView(console) as view:
-            report = run_study(study, opts, _observer(console, view))
+        if executor is ExecutorKind.RAY:
+            where = address or "a local Ray instance"
+            console.print(plain(f"connecting to {where} ...", style="dim"), highlight=False)
+        with (
+            open_executor(executor.value, address=address, gpus=gpus) as ex,
+            LiveView(console) as view,
+        ):
+            report = run_study(study, replace(opts, executor=ex), _observer(console, view))
         _print_tables(console, report.tables)
         console.print(plain(f"report: {report.study_dir / 'REPORT.md'}"))
         if as_json:

@@ -1,0 +1,35 @@
+"""The options of every command that runs cells on this machine or across a Ray cluster
+(``matrix``, ``study``), in one place."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import typer
+
+
+class ExecutorKind(str, Enum):
+    LOCAL = "local"
+    RAY = "ray"
+
+
+# Shared with every command that runs cells across nodes (matrix, study).
+ExecutorOption = typer.Option(
+    ExecutorKind.LOCAL,
+    "--executor",
+    help="Where cells run: this machine, or the nodes of a Ray cluster (needs vllmdiag's "
+    "ray extra).",
+)
+AddressOption = typer.Option(
+    None,
+    "--address",
+    metavar="HOST:PORT",
+    help="With --executor ray: the cluster to run on (default: start a local Ray instance).",
+)
+GpusOption = typer.Option(
+    None,
+    "--gpus",
+    metavar="N",
+    help="GPU slots of this machine (or of the local Ray instance): default, the GPUs it "
+    "shows; on a machine without GPUs, N fake slots.",
+)
