@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 
 import typer
+from rich.console import Console
+
+from vllmdiag.cli.output import plain
+from vllmdiag.runner import Executor, open_executor
 
 
 class ExecutorKind(str, Enum):
@@ -33,3 +39,16 @@ GpusOption = typer.Option(
     help="GPU slots of this machine (or of the local Ray instance): default, the GPUs it "
     "shows; on a machine without GPUs, N fake slots.",
 )
+
+
+@contextmanager
+def connected(
+    console: Console, kind: ExecutorKind, address: str | None, gpus: int | None
+) -> Iterator[Executor]:
+    """The executor the options name, open for the block (saying so before a cluster
+    connection, which takes a moment)."""
+    if kind is ExecutorKind.RAY:
+        where = address or "a local Ray instance"
+        console.print(plain(f"connecting to {where} ...", style="dim"), highlight=False)
+    with open_executor(kind.value, address=address, gpus=gpus) as executor:
+        yield executor

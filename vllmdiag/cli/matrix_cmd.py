@@ -12,16 +12,21 @@ from rich.table import Table
 from rich.text import Text
 
 from vllmdiag import codec
-from vllmdiag.cli.executor_opts import AddressOption, ExecutorKind, ExecutorOption, GpusOption
+from vllmdiag.cli.executor_opts import (
+    AddressOption,
+    ExecutorKind,
+    ExecutorOption,
+    GpusOption,
+    connected,
+)
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
-from vllmdiag.cli.tables import verdict_table
+from vllmdiag.cli.tables import print_cells, verdict_table
 from vllmdiag.config import load_recipe
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.plan import MatrixPlan, plan
 from vllmdiag.proc import Interrupted
-from vllmdiag.runner import open_executor
 
 
 def matrix(
@@ -88,13 +93,7 @@ def matrix(
             allow_contaminated=allow_contaminated,
             wait=wait,
         )
-        if executor is ExecutorKind.RAY:
-            where = address or "a local Ray instance"
-            console.print(plain(f"connecting to {where} ...", style="dim"), highlight=False)
-        with (
-            open_executor(executor.value, address=address, gpus=gpus) as ex,
-            LiveView(console) as view,
-        ):
+        with connected(console, executor, address, gpus) as ex, LiveView(console) as view:
             report = run_matrix(rec, replace(opts, executor=ex), view)
         _print_report(console, report)
         if as_json:
@@ -135,15 +134,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
             )
         )
     console.print(legs)
-    console.print(Text("cells (in run order)", style="italic"))
-    for c in p.cells:
-        line = Text(c.id, style="bold")
-        line.append(f"  leg {c.leg}", style="dim")
-        console.print(line, soft_wrap=True)
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
-        if env:
-            console.print(plain(f"  env: {env}"), soft_wrap=True, highlight=False)
-        console.print(plain(f"  $ {shlex.join(c.argv)}"), soft_wrap=True, highlight=False)
+    print_cells(console, p.cells)
 
 
 def _print_report(console: Console, report: MatrixReport) -> None:

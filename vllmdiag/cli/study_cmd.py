@@ -8,7 +8,6 @@ vllmdiag study tables DIR
 from __future__ import annotations
 
 import difflib
-import shlex
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,12 +19,18 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from vllmdiag import codec
-from vllmdiag.cli.executor_opts import AddressOption, ExecutorKind, ExecutorOption, GpusOption
+from vllmdiag.cli.executor_opts import (
+    AddressOption,
+    ExecutorKind,
+    ExecutorOption,
+    GpusOption,
+    connected,
+)
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
+from vllmdiag.cli.tables import print_cells
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.proc import Interrupted
-from vllmdiag.runner import open_executor
 from vllmdiag.study import (
     BatchOpened,
     Filters,
@@ -145,13 +150,7 @@ def run_cmd(
             allow_contaminated=allow_contaminated,
             wait=wait,
         )
-        if executor is ExecutorKind.RAY:
-            where = address or "a local Ray instance"
-            console.print(plain(f"connecting to {where} ...", style="dim"), highlight=False)
-        with (
-            open_executor(executor.value, address=address, gpus=gpus) as ex,
-            LiveView(console) as view,
-        ):
+        with connected(console, executor, address, gpus) as ex, LiveView(console) as view:
             report = run_study(study, replace(opts, executor=ex), _observer(console, view))
         _print_tables(console, report.tables)
         console.print(plain(f"report: {report.study_dir / 'REPORT.md'}"))
@@ -249,15 +248,7 @@ def _print_plan(console: Console, p: StudyPlan) -> None:
         line = Text(f"leg {leg.name}", style="bold")
         line.append(f"  {' '.join(leg.requirements) or leg.existing or ''}", style="dim")
         console.print(line, soft_wrap=True, highlight=False)
-    console.print(Text("cells (in run order)", style="italic"))
-    for c in p.cells:
-        line = Text(c.id, style="bold")
-        line.append(f"  leg {c.leg}", style="dim")
-        console.print(line, soft_wrap=True)
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
-        if env:
-            console.print(plain(f"  env: {env}"), soft_wrap=True, highlight=False)
-        console.print(plain(f"  $ {shlex.join(c.argv)}"), soft_wrap=True, highlight=False)
+    print_cells(console, p.cells)
 
 
 def register(app: typer.Typer) -> None:

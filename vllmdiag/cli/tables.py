@@ -1,13 +1,18 @@
-"""Rich renderings of engine results shared by several commands (names, labels and
+"""Rich renderings of job results shared by several commands (names, labels and
 questions are data: always :class:`Text`, never markup)."""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
+
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from vllmdiag.matrix.summary import table_rows
 from vllmdiag.model.verdict import Verdict
+from vllmdiag.plan import PlannedCell
 
 EFFECT_STYLE = {
     "sufficient": "bold green",
@@ -30,3 +35,17 @@ def verdict_table(verdict: Verdict, workloads: list[str] | tuple[str, ...], titl
         style = EFFECT_STYLE.get(effect, "")
         table.add_row(*(Text(c) for c in row[:-1]), Text(row[-1], style=style))
     return table
+
+
+def print_cells(console: Console, cells: Sequence[PlannedCell]) -> None:
+    """A plan's cells as text a user can paste from: each command on one line, quoted
+    with ``shlex.join``, never wrapped or cut (and never parsed as markup)."""
+    console.print(Text("cells (in run order)", style="italic"))
+    for c in cells:
+        line = Text(c.id, style="bold")
+        line.append(f"  leg {c.leg}", style="dim")
+        console.print(line, soft_wrap=True)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
+        if env:
+            console.print(Text(f"  env: {env}"), soft_wrap=True, highlight=False)
+        console.print(Text(f"  $ {shlex.join(c.argv)}"), soft_wrap=True, highlight=False)

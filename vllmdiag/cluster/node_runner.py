@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllmdiag import __version__, proc
-from vllmdiag.cluster.wire import ErrorInfo, LegOutcome, NodeInfo, Poll
+from vllmdiag.cluster.wire import LOST, ErrorInfo, LegOutcome, NodeInfo, Poll
 from vllmdiag.envs.cache import Env, EnvCache, EnvEvent
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.hygiene import DoctorReport, doctor
 from vllmdiag.paths import cache_root
 from vllmdiag.plan.workloads import BenchDialect
-from vllmdiag.runner.executor import CellRun, CellTask, log_header
+from vllmdiag.runner.executor import CellRun, CellTask, LocalExecutor
 from vllmdiag.runner.vllm_cli import bench_dialect
 
 #: Variables Ray sets for its own workers; a cell sees the node as a local run would.
@@ -63,6 +63,7 @@ class NodeRunner:
         self.envs: dict[str, Env] = {}
         self.lock = threading.Lock()
         self.cache: EnvCache | None = None
+        self.orphaned = False  # the node's raylet is gone: the cells it ends are lost
         raylet = os.environ.get("RAY_RAYLET_PID", "")
         if raylet.isdigit():
             threading.Thread(target=self._watch, args=(int(raylet),), daemon=True).start()
@@ -134,19 +135,12 @@ class NodeRunner:
             cell.pid = pid
 
         try:
-            with open(cell.log, "a", encoding="utf-8") as fh:
-                fh.write(log_header(task))
-            done = proc.run(
-                task.argv,
-                env=task.env,
-                cwd=task.cwd,
-                timeout=task.timeout,
-                log=cell.log,
-                grace_s=task.grace_s,
-                on_spawn=spawned,
-                cancel=cell.cancel,
-            )
-            cell.done = CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)
+            here = dataclasses.replace(task, log=cell.log, cancel=cell.cancel)
+            done = LocalExecutor().run(here, on_spawn=spawned)  # as on one machine
+            if self.orphaned:  # ended because the node left: lost, never a stop or a fail
+                cell.error = ErrorInfo(LOST, "its raylet is gone", None, None)
+            else:
+                cell.done = done
         except VllmdiagError as exc:
             cell.error = ErrorInfo.of(exc)
         except BaseException as exc:  # reported to the head, which raises it
@@ -217,6 +211,7 @@ class NodeRunner:
         """End every cell, then this process, once the node's raylet is gone."""
         while proc.is_alive(raylet):
             time.sleep(1.0)
+        self.orphaned = True
         with self.lock:
             running = list(self.cells.values())
         for cell in running:

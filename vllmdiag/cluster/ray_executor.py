@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 from vllmdiag import __version__
 from vllmdiag.cluster.node_runner import NodeRunner, task_for_node
 from vllmdiag.cluster.ray_node import CHUNK, RayNode
-from vllmdiag.cluster.wire import NodeInfo, Poll
+from vllmdiag.cluster.wire import LOST, NodeInfo, Poll
 from vllmdiag.errors import ConfigError, ProcessError, RunDirError, VllmdiagError
 from vllmdiag.runner.executor import CellRun, CellTask, NodeLost, Spawned, Tick
 
@@ -31,6 +31,9 @@ INSTALL = "pip install 'vllmdiag[ray]'"
 #: How often a running cell's log is copied from its node (seconds); its end is heard of
 #: at once (the node answers a poll as soon as the cell ends).
 POLL_S = 0.25
+#: How a node's death reads once its cell has ended but before its outputs are here: the
+#: cell's outcome is lost with them, so it is an ERROR like a death mid-cell.
+AFTER = "before its cell's outputs reached the head"
 #: How long the runners may take to start on every node (seconds).
 START_TIMEOUT_S = 180.0
 
@@ -179,11 +182,13 @@ class RayExecutor:
             with contextlib.suppress(NodeLost):
                 node.call("cancel", task.cell_id, what="mid-cell", interruptible=False)
             raise _unwritable(task, exc) from None
+        if poll.error is not None and poll.error.kind == LOST:
+            raise NodeLost(node.id, f"node {node.label} died mid-cell: {poll.error.message}")
         if poll.error is not None:
             err = poll.error.error(node.label)
             raise err if isinstance(err, ProcessError) else ProcessError(err.render())
         self._collect(node, task)
-        node.call("forget", task.cell_id, what="", interruptible=False)
+        node.call("forget", task.cell_id, what=AFTER, interruptible=False)
         assert poll.done is not None
         return poll.done
 
@@ -223,7 +228,7 @@ class RayExecutor:
         """The cell's output files, copied from its node to the run directory."""
         if task.collect is None:
             return
-        files = node.call("files", task.cell_id, what="", interruptible=False)
+        files = node.call("files", task.cell_id, what=AFTER, interruptible=False)
         for relative, _size in files:
             parts = PurePosixPath(relative).parts
             if ".." in parts or PurePosixPath(relative).is_absolute():

@@ -10,6 +10,10 @@ from vllmdiag.envs.cache import Env, EnvEvent
 from vllmdiag.errors import EnvError, PinNotHeld, ProcessError, VllmdiagError
 from vllmdiag.runner.executor import CellRun
 
+#: The kind of error a node's runner reports for a cell it ended because the node left
+#: the cluster.
+LOST = "NodeLost"
+
 
 @dataclass(frozen=True)
 class ErrorInfo:
