@@ -43,6 +43,24 @@ def test_compiled_triton_kernels_and_graph_replays() -> None:
     assert all(k.ops == ((ops.GRAPH, k.count, pytest.approx(k.total_us)),) for k in from_graphs)
 
 
+@pytest.mark.parametrize(
+    ("kernel", "fused"),
+    [
+        ("triton_per_fused__fused_rms_norm_2", "fused_rms_norm"),
+        ("triton_poi_fused_mul_silu_slice_1", "mul_silu_slice"),
+        ("triton_poi_fused__to_copy_embedding_rms_norm_0", "to_copy_embedding_rms_norm"),
+        ("triton_poi_fused_3", None),  # a number names no op
+        ("triton_red_fused_0_1", None),
+        ("vllm::fused_add_rms_norm_kernel", None),
+    ],
+)
+def test_the_ops_a_triton_kernel_fused(kernel: str, fused: str | None) -> None:
+    assert ops.triton_ops(kernel) == fused
+    if fused is None and kernel.startswith("triton_"):
+        # nothing names its op: it is not paired, and a graph replay stays the replay's
+        assert ops.op_key(kernel, ops.GRAPH) is None
+
+
 @pytest.mark.parametrize("path", [H200 / "eager", H200 / "graph", COMPILE / "compiled-graph"])
 def test_the_join_holds_only_what_is_open(path: Path) -> None:
     s = kineto.read(path / "trace.json.gz")

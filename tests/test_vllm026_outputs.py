@@ -147,3 +147,21 @@ def test_the_real_profile_pair_reconciles_the_wall_clock_gap(tmp_path: Path) -> 
     assert names and not any(is_signature(n) or n.startswith(("void ", "std::")) for n in names)
     paired = [row for row in d["top"] if row["a_names"] != row["b_names"]]
     assert paired  # kernels of different names doing one op, paired by their op
+
+
+def test_the_end_to_end_device_profile_reads_the_same_on_the_cpu(tmp_path: Path) -> None:
+    """``tests/device/test_profile_device.py`` passed on the H200 (vLLM 0.26.0) and kept
+    one trace per side and its diff; diffing those two trace files here gives the same
+    reconciliation, sides named by their files."""
+    e2e = REAL / "profile-e2e"
+    device = json.loads((e2e / "diff.json").read_text())
+    args = [str(e2e / "baseline.pt.trace.json.gz"), str(e2e / "enforce-eager.pt.trace.json.gz")]
+    args += ["--out", str(tmp_path / "d"), "--json"]
+    res = CliRunner().invoke(app, ["profile", "diff", *args])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert [side["name"] for side in d["legs"]] == ["baseline", "enforce-eager"]
+    assert [side["graph_kernels"] for side in d["legs"]] == [552, 0]
+    assert d["wall_delta_us"] == pytest.approx(device["wall_delta_us"])
+    assert d["explained"] == pytest.approx(device["explained"]) and d["explained"] >= 0.95
+    assert not any(row["op"].isdigit() for row in d["ops"])  # triton_poi_fused_3 names no op

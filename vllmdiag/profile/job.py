@@ -23,7 +23,7 @@ from vllmdiag.profile.capture import GPU_BACKENDS, Backend, CaptureResult
 from vllmdiag.profile.report import CpuDiff, DiffReport, GpuDiff, gpu_report
 from vllmdiag.profile.results import ProfileOutcome, ProfileRun, load_run, write_run
 
-_SUFFIXES = (".gz", ".json", ".sqlite", ".txt", ".pyspy", ".folded", ".raw")
+_SUFFIXES = (".gz", ".json", ".sqlite", ".txt", ".pyspy", ".folded", ".raw", ".pt.trace")
 
 
 def fresh_dir(runs_root: Path, prefix: str) -> Path:

@@ -30,8 +30,9 @@ NO_OP = "(no CPU op)"
 _MAX_GAP = 1 << 22  # External ids further than this past the last one go to a dict
 MAX_OPEN = 1 << 16  # open launches / waiting activities kept at most
 
-#: Kineto's Triton kernels: triton_{poi,per,red,tem,...}_fused_<the ops it fused>_<n>
-_TRITON = re.compile(r"^triton_[a-z]+_fused_+(.+?)(?:_\d+)*$")
+#: Kineto's Triton kernels: triton_{poi,per,red,tem,...}_fused_<the ops it fused>_<n>; a
+#: kernel named only by its number (``triton_poi_fused_3``) says nothing of its ops
+_TRITON = re.compile(r"^triton_[a-z]+_fused_+([A-Za-z].*?)(?:_\d+)*$")
 #: Launchers that wrap compiled code: they say "compiled", not which op.
 _WRAPPERS = re.compile(
     r"^(## Call CompiledFxGraph|Torch-Compiled Region|CompiledFunction|TorchDynamo|"
@@ -161,7 +162,8 @@ def is_launch(name: str) -> bool:
 
 def triton_ops(kernel: str) -> str | None:
     """The ops a Triton kernel fused, from its name (``triton_per_fused__fused_rms_norm_
-    add_0`` → ``fused_rms_norm_add``), or None for any other kernel."""
+    add_0`` → ``fused_rms_norm_add``), or None for any other kernel and for a Triton
+    kernel whose name gives only a number."""
     m = _TRITON.match(kernel)
     return m.group(1).strip("_") if m else None
 
