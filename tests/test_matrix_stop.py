@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import observe
 import pytest
 from typer.testing import CliRunner
 
@@ -57,13 +58,6 @@ timeout: 300
     return path
 
 
-def _events(run_dir: Path) -> list[dict[str, object]]:
-    path = run_dir / "run.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
 def _start(path: Path, run_dir: Path, *extra: str) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-c", "from vllmdiag.cli.app import main; main()", "matrix"]
     return subprocess.Popen(
@@ -73,37 +67,19 @@ def _start(path: Path, run_dir: Path, *extra: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _pids_when_up(run_dir: Path, cell: str) -> list[int]:
-    pid_file = run_dir / "cells" / cell / "out" / "pids"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if pid_file.exists() and len(pid_file.read_text().split()) == 3:
-            return [int(p) for p in pid_file.read_text().split()]
-        time.sleep(0.05)
-    raise AssertionError(f"{cell} never came up")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_ends_the_cells_tree_and_journals_it(tmp_path: Path, sig: int) -> None:
     path = _recipe(tmp_path)
     run_dir = tmp_path / "run"
     runner = _start(path, run_dir, "--json")
-    pids = _pids_when_up(run_dir, "r1.baseline.w1")
+    pids = observe.pids_when_up(run_dir, "r1.baseline.w1")
     runner.send_signal(sig)
     stdout, stderr = runner.communicate(timeout=60)
     assert runner.returncode == 128 + sig, stderr.decode()
-    assert not [p for p in pids if _alive(p)], "the cell's tree outlived the stop"
-    kinds = [e["event"] for e in _events(run_dir)]
+    assert not [p for p in pids if observe.running(p)], "the cell's tree outlived the stop"
+    kinds = [e["event"] for e in observe.events(run_dir)]
     assert "cell_interrupted" in kinds
-    finished = [e for e in _events(run_dir) if e["event"] == "run_finished"]
+    finished = [e for e in observe.events(run_dir) if e["event"] == "run_finished"]
     assert finished and finished[-1]["status"] == "interrupted"
     report = json.loads(stdout)
     assert report["stopped_by"] == signal.Signals(sig).name
@@ -120,18 +96,18 @@ def test_resume_ends_what_a_sigkilled_run_left_running(tmp_path: Path) -> None:
     path = _recipe(tmp_path)
     run_dir = tmp_path / "run"
     runner = _start(path, run_dir)
-    pids = _pids_when_up(run_dir, "r1.baseline.w1")
+    pids = observe.pids_when_up(run_dir, "r1.baseline.w1")
     runner.send_signal(signal.SIGKILL)
     runner.wait(timeout=30)
     time.sleep(0.3)
-    assert all(_alive(p) for p in pids), "SIGKILL of vllmdiag should leave the tree"
-    spawned = [e for e in _events(run_dir) if e["event"] == "cell_spawned"]
+    assert all(observe.running(p) for p in pids), "SIGKILL of vllmdiag should leave the tree"
+    spawned = [e for e in observe.events(run_dir) if e["event"] == "cell_spawned"]
     assert spawned and spawned[0]["pgid"] == spawned[0]["pid"] == pids[0]
     (tmp_path / "quick").write_text("")
     result = CliRunner().invoke(app, ["matrix", str(path), "--resume", str(run_dir), "--json"])
     assert result.exit_code == 0, result.output
-    assert not [p for p in pids if _alive(p)], "resume left the earlier run's processes"
-    ended = [e for e in _events(run_dir) if e["event"] == "leftovers_ended"]
+    assert not [p for p in pids if observe.running(p)], "resume left the earlier run's processes"
+    ended = [e for e in observe.events(run_dir) if e["event"] == "leftovers_ended"]
     assert ended and set(pids) <= set(ended[0]["pids"])  # type: ignore[arg-type]
     assert "earlier, killed run" in result.stderr
 
@@ -140,13 +116,13 @@ def test_a_second_term_does_not_cut_the_cleanup_short(tmp_path: Path) -> None:
     path = _recipe(tmp_path)
     run_dir = tmp_path / "run"
     runner = _start(path, run_dir)
-    pids = _pids_when_up(run_dir, "r1.baseline.w1")
+    pids = observe.pids_when_up(run_dir, "r1.baseline.w1")
     runner.send_signal(signal.SIGTERM)
     time.sleep(0.2)
     runner.send_signal(signal.SIGTERM)  # a scheduler's second notice, during cleanup
     runner.communicate(timeout=60)
     assert runner.returncode == 128 + signal.SIGTERM
-    assert not [p for p in pids if _alive(p)]
+    assert not [p for p in pids if observe.running(p)]
 
 
 def test_processes_are_found_by_their_cell_tag(tmp_path: Path) -> None:

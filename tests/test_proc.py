@@ -8,6 +8,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import observe
+
 from vllmdiag import proc
 
 # A child that starts a grandchild ignoring SIGTERM (and one that left the process group
@@ -25,14 +27,6 @@ TREE = textwrap.dedent(
     time.sleep(600)
     """
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def _wait_for(path: Path, timeout: float = 20.0) -> str:
@@ -55,9 +49,9 @@ def test_timeout_kills_the_whole_tree_including_term_ignoring_grandchildren(
     assert time.monotonic() - start < 15
     grandchildren = [int(p) for p in _wait_for(pids).split()]
     deadline = time.monotonic() + 5
-    while any(_alive(p) for p in grandchildren) and time.monotonic() < deadline:
+    while any(observe.running(p) for p in grandchildren) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(p) for p in grandchildren)
+    assert not any(observe.running(p) for p in grandchildren)
     assert "started" in log.read_text()
 
 
@@ -72,7 +66,7 @@ def test_leftovers_of_a_finished_child_are_stopped(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     done = proc.run([sys.executable, "-c", script, str(pid_file)], grace_s=1, capture=True)
     assert done.ok
-    assert not _alive(int(pid_file.read_text()))
+    assert not observe.running(int(pid_file.read_text()))
 
 
 def test_output_is_kept_in_full_and_interleaved(tmp_path: Path) -> None:

@@ -13,12 +13,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import observe
 import pytest
 
 from vllmdiag import MatrixOptions, run_matrix
@@ -83,32 +83,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         c.shutdown()
 
 
-def _recipe(tmp_path: Path, body: str) -> Path:
-    (tmp_path / "stamp.py").write_text(STAMP)
-    head = f"""\
-name: spread
-question: where does each cell run?
-legs:
-  here:
-    path: {sys.executable}
-baseline: {{leg: here}}
-"""
-    path = tmp_path / "recipe.yaml"
-    path.write_text(head + textwrap.dedent(body))
-    return path
-
-
-def _stamps(run_dir: Path) -> dict[str, dict[str, Any]]:
-    return {
-        p.parent.parent.name: json.loads(p.read_text())
-        for p in (run_dir / "cells").glob("*/out/stamp.json")
-    }
-
-
-def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return bool(a["start"] < b["end"] and b["start"] < a["end"])
-
-
 @pytest.mark.network
 def test_cpu_reproduction_gives_the_same_verdict_on_ray_as_locally(
     cluster: Any, tmp_path: Path
@@ -148,8 +122,10 @@ def _manifest(run_dir: Path) -> dict[str, Any]:
 
 def test_pass_fail_cells_share_nodes_on_disjoint_fake_gpus(cluster: Any, tmp_path: Path) -> None:
     arms = "\n".join(f'  - {{name: a{i}, env: {{A: "{i}"}}}}' for i in range(5))
-    path = _recipe(
+    path = observe.stamp_recipe(
         tmp_path,
+        "spread",
+        STAMP,
         f"""\
 arms:
 {arms}
@@ -168,27 +144,29 @@ timeout: 60
         label for label, info in _manifest(tmp_path / "run")["nodes"].items() if info["gpus"]
     }
     assert set(nodes.values()) <= gpu_nodes, "a cell that needs a GPU ran on the head"
-    stamps = _stamps(tmp_path / "run")
+    stamps = observe.stamps(tmp_path / "run")
     assert len(stamps) == 6
     assert all(s["ray"] == [] for s in stamps.values()), "Ray's worker variables leaked"
     overlapping = 0
     for a in stamps:
         for b in stamps:
-            if a < b and nodes[a] == nodes[b] and _overlap(stamps[a], stamps[b]):
+            if a < b and nodes[a] == nodes[b] and observe.overlap(stamps[a], stamps[b]):
                 overlapping += 1
                 assert stamps[a]["cvd"] != stamps[b]["cvd"], f"{a} and {b} shared a GPU"
     assert overlapping >= 1
     assert {s["cvd"] for s in stamps.values()} <= {"0", "1"}
     busiest = max(
-        sum(1 for b in stamps if nodes[b] == nodes[a] and _overlap(stamps[a], stamps[b]))
+        sum(1 for b in stamps if nodes[b] == nodes[a] and observe.overlap(stamps[a], stamps[b]))
         for a in stamps
     )
     assert busiest <= 2  # each worker has two GPUs
 
 
 def test_a_metric_matrix_holds_each_node_alone(cluster: Any, tmp_path: Path) -> None:
-    path = _recipe(
+    path = observe.stamp_recipe(
         tmp_path,
+        "spread",
+        STAMP,
         """\
 arms:
   - {name: a1, env: {A: "1"}}
@@ -207,11 +185,11 @@ timeout: 60
         )
     assert {c.outcome.value for c in report.cells} == {"pass"}
     nodes = {c.id: c.node for c in report.cells}
-    stamps = _stamps(tmp_path / "run")
+    stamps = observe.stamps(tmp_path / "run")
     across = 0
     for a in stamps:
         for b in stamps:
-            if a < b and _overlap(stamps[a], stamps[b]):
+            if a < b and observe.overlap(stamps[a], stamps[b]):
                 assert nodes[a] != nodes[b], f"{a} and {b} shared a node"
                 across += 1
     assert across >= 1, "no two nodes ran at once"
@@ -230,8 +208,10 @@ print("pids", os.getpid(), kid.pid, esc.pid, flush=True)
 time.sleep(600)
 """
     (tmp_path / "tree.py").write_text(tree)
-    path = _recipe(
+    path = observe.stamp_recipe(
         tmp_path,
+        "spread",
+        STAMP,
         """\
 arms:
   - {name: a1, env: {A: "1"}}
@@ -263,7 +243,7 @@ timeout: 300
     head.send_signal(signal.SIGTERM)
     stdout, stderr = head.communicate(timeout=120)
     assert head.returncode == 128 + signal.SIGTERM, stderr.decode()
-    left = [p for tree_pids in pids for p in tree_pids if _alive(p)]
+    left = [p for tree_pids in pids for p in tree_pids if not observe.gone_within(p, 10)]
     assert not left, f"processes outlived the stop: {left}"
     events = [json.loads(x) for x in (run_dir / "run.jsonl").read_text().splitlines()]
     assert sorted(e["id"] for e in events if e["event"] == "cell_interrupted") == [
@@ -286,19 +266,6 @@ def _pids_in_log(log: Path) -> list[int]:
                     return [int(p) for p in line.split()[1:]]
         time.sleep(0.1)
     raise AssertionError(f"{log} never showed the cell's pids")
-
-
-def _alive(pid: int) -> bool:
-    deadline = time.monotonic() + 10  # the node's grace and KILL take a moment
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return False
-        if state in ("Z", "X"):
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def test_the_runners_see_each_node_as_it_is(cluster: Any, tmp_path: Path) -> None:

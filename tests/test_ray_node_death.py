@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import observe
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -68,34 +69,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         c.shutdown()
 
 
-def _events(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "run.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
 def _started_on(run_dir: Path, cell: str) -> str:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        for e in _events(run_dir):
+        for e in observe.events(run_dir):
             if e["event"] == "cell_spawned" and e["id"] == cell:
                 return str(e["node"])
         time.sleep(0.1)
     raise AssertionError(f"{cell} never started")
-
-
-def _gone(pid: int, within: float = 30.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.2)
-    return False
 
 
 @pytest.mark.network
@@ -132,7 +113,7 @@ def test_each_node_builds_its_legs_in_its_own_cache(cluster: Any, tmp_path: Path
     built = {label: p[0] for label, p in paths.items() if p}
     assert len(built) == 2 and len(set(built.values())) == 2, paths  # one per worker cache
     assert [p for p in paths.values() if not p] == [[]]  # the head has no GPU: no leg
-    kinds = [e["kind"] for e in _events(tmp_path / "run") if e["event"] == "env_event"]
+    kinds = [e["kind"] for e in observe.events(tmp_path / "run") if e["event"] == "env_event"]
     assert kinds.count("building") == 2
 
 
@@ -183,7 +164,7 @@ def test_a_dead_node_makes_its_cell_an_error_and_resume_completes(
     assert all(cells[f"r1.baseline.w{i}"]["outcome"] == "pass" for i in (1, 2, 3))
     assert all(cells[f"r1.baseline.w{i}"]["node"] != label for i in (1, 2, 3))
     assert "pid" in log.read_text(), "the log streamed before the death was lost"
-    assert _gone(victim_pid), "the lost node's cell kept running"
+    assert observe.gone_within(victim_pid, 30), "the lost node's cell kept running"
 
     (tmp_path / "marker").write_text("")
     resumed = subprocess.run(
@@ -194,7 +175,7 @@ def test_a_dead_node_makes_its_cell_an_error_and_resume_completes(
     assert resumed.returncode == 0, resumed.stderr.decode()
     again = {c["id"]: c for c in json.loads(resumed.stdout)["cells"]}
     assert {c["outcome"] for c in again.values()} == {"pass"}
-    events = _events(run_dir)
+    events = observe.events(run_dir)
     reused = {e["id"] for e in events if e["event"] == "cell_reused"}
     assert reused == {"r1.baseline.w1", "r1.baseline.w2", "r1.baseline.w3"}
     for i in (1, 2, 3):  # nothing that had finished was lost or run again

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import random
-import sys
-import textwrap
 from pathlib import Path
 
+import observe
 import pytest
 from typer.testing import CliRunner
 
@@ -39,37 +38,11 @@ print("tokens/s: 100.0")
 """
 
 
-def _recipe(tmp_path: Path, body: str) -> Path:
-    (tmp_path / "stamp.py").write_text(STAMP)
-    head = f"""\
-name: slots
-question: where does each cell run?
-legs:
-  here:
-    path: {sys.executable}
-baseline: {{leg: here}}
-"""
-    path = tmp_path / "recipe.yaml"
-    path.write_text(head + textwrap.dedent(body))
-    return path
-
-
-def _stamps(run_dir: Path) -> dict[str, dict[str, object]]:
-    return {
-        p.parent.parent.name: json.loads(p.read_text())
-        for p in (run_dir / "cells").glob("*/out/stamp.json")
-    }
-
-
-def _overlap(a: dict[str, object], b: dict[str, object]) -> bool:
-    return float(a["start"]) < float(b["end"]) and float(b["start"]) < float(a["end"])  # type: ignore[arg-type]
-
-
 # -- how many GPUs a cell needs -------------------------------------------------------------
 
 
 def _needs(tmp_path: Path, body: str) -> dict[str, GpuNeed]:
-    rec = load_recipe(_recipe(tmp_path, body))
+    rec = load_recipe(observe.stamp_recipe(tmp_path, "slots", STAMP, body))
     return {c.id: gpus_needed(rec, c) for c in expand(rec)}
 
 
@@ -219,8 +192,10 @@ def test_pass_fail_cells_share_the_node_on_disjoint_gpus(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    path = _recipe(
+    path = observe.stamp_recipe(
         tmp_path,
+        "slots",
+        STAMP,
         """
         arms:
           - {name: a1, env: {A: "1"}}
@@ -235,7 +210,7 @@ def test_pass_fail_cells_share_the_node_on_disjoint_gpus(
     args = ["matrix", str(path), "--out", str(run_dir), "--gpus", "3", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    stamps = _stamps(run_dir)
+    stamps = observe.stamps(run_dir)
     assert set(stamps) == {"r1.baseline.w", "r1.a1.w", "r1.a2.w", "r1.tp2.w"}
     pair = str(stamps["r1.tp2.w"]["cvd"]).split(",")
     assert len(set(pair)) == 2 and set(pair) <= {"0", "1", "2"}
@@ -244,7 +219,7 @@ def test_pass_fail_cells_share_the_node_on_disjoint_gpus(
     names = sorted(stamps)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            if _overlap(stamps[a], stamps[b]):
+            if observe.overlap(stamps[a], stamps[b]):
                 overlapping += 1
                 mine = set(str(stamps[a]["cvd"]).split(","))
                 theirs = set(str(stamps[b]["cvd"]).split(","))
@@ -270,8 +245,10 @@ def test_a_metric_matrix_stays_serial_and_too_big_a_cell_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    path = _recipe(
+    path = observe.stamp_recipe(
         tmp_path,
+        "slots",
+        STAMP,
         """
         arms:
           - {name: a1, env: {A: "1"}}
@@ -288,12 +265,12 @@ def test_a_metric_matrix_stays_serial_and_too_big_a_cell_is_an_error(
     args = ["matrix", str(path), "--out", str(run_dir), "--gpus", "4", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    stamps = _stamps(run_dir)
+    stamps = observe.stamps(run_dir)
     assert len(stamps) == 4
     names = sorted(stamps)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            assert not _overlap(stamps[a], stamps[b]), f"{a} and {b} overlapped"
+            assert not observe.overlap(stamps[a], stamps[b]), f"{a} and {b} overlapped"
     assert {s["cvd"] for s in stamps.values()} == {None}  # the node's own setting
     cells = {c["id"]: c for c in json.loads(result.stdout)["cells"]}
     big = cells["r1.tp8.w"]
@@ -307,7 +284,7 @@ def test_too_many_gpus_for_this_machine_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    path = _recipe(tmp_path, "workloads:\n  w: {command: 'true'}\n")
+    path = observe.stamp_recipe(tmp_path, "slots", STAMP, "workloads:\n  w: {command: 'true'}\n")
     result = CliRunner().invoke(app, ["matrix", str(path), "--gpus", "2", "--json"])
     assert result.exit_code == 1
     error = json.loads(result.stdout)

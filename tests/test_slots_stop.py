@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
+
+import observe
 
 TREE = """
 import os, subprocess, sys, time
@@ -47,24 +48,6 @@ def _recipe(tmp_path: Path) -> Path:
     return path
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
-def _pids(run_dir: Path, cell: str) -> list[int]:
-    pid_file = run_dir / "cells" / cell / "out" / "pids"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if pid_file.exists() and len(pid_file.read_text().split()) == 3:
-            return [int(p) for p in pid_file.read_text().split()]
-        time.sleep(0.05)
-    raise AssertionError(f"{cell} never came up")
-
-
 def test_sigterm_ends_every_running_cell_then_resume_finishes(tmp_path: Path) -> None:
     path = _recipe(tmp_path)
     run_dir = tmp_path / "run"
@@ -74,11 +57,13 @@ def test_sigterm_ends_every_running_cell_then_resume_finishes(tmp_path: Path) ->
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    pids = _pids(run_dir, "r1.baseline.w") + _pids(run_dir, "r1.eager.w")
+    pids = observe.pids_when_up(run_dir, "r1.baseline.w") + observe.pids_when_up(
+        run_dir, "r1.eager.w"
+    )
     runner.send_signal(signal.SIGTERM)
     stdout, stderr = runner.communicate(timeout=60)
     assert runner.returncode == 128 + signal.SIGTERM, stderr.decode()
-    assert not [p for p in pids if _alive(p)], "a cell's tree outlived the stop"
+    assert not [p for p in pids if observe.running(p)], "a cell's tree outlived the stop"
     events = [json.loads(x) for x in (run_dir / "run.jsonl").read_text().splitlines()]
     interrupted = sorted(e["id"] for e in events if e["event"] == "cell_interrupted")
     assert interrupted == ["r1.baseline.w", "r1.eager.w"]
