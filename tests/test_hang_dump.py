@@ -195,3 +195,40 @@ def test_what_py_spy_cannot_read_is_a_note_and_the_rest_is_dumped(tmp_path: Path
     assert "no stack:" in (tmp_path / f"hang/py-spy-{sleeper.pid}.txt").read_text()
     assert report.stuck is not None and report.stuck.frames[0].function == "napping"
     assert hangdump.load(tmp_path) == report
+
+
+@needs_py_spy
+def test_the_node_runner_dumps_on_its_node_and_serves_the_dumps(tmp_path: Path) -> None:
+    """A Ray node's runner (its plain-Python side, run here as Ray would run it) dumps a
+    cell that times out on its node, and lists and serves the dumps for the head."""
+    from vllmdiag.cluster.node_runner import NodeRunner
+    from vllmdiag.runner.executor import CellTask
+
+    script = tmp_path / "hang.py"
+    script.write_text(textwrap.dedent(WORKLOAD))
+    runner = NodeRunner("test-node")
+    cell_id = f"hang-{os.getpid()}"
+    out = runner.scratch / "test-runs" / cell_id / "out"
+    task = CellTask(
+        cell_id,
+        (sys.executable, str(script), "parent", str(out)),
+        {"PATH": os.environ["PATH"]},
+        out,
+        tmp_path / "head-log.txt",
+        timeout=3,
+        grace_s=1,
+    )
+    runner.start(task)
+    try:
+        poll = runner.poll(cell_id, 0, 1 << 20, wait_s=60)
+        assert poll.done is not None and poll.done.timed_out
+        files = dict(runner.hang_files(cell_id))
+        names = {Path(f).name for f in files}
+        kid = int((out / "kid").read_text())
+        assert {"hang.json", f"py-spy-{kid}.txt"} <= names
+        dump = next(f for f in files if f.endswith(f"py-spy-{kid}.txt"))
+        assert b"wait_for_engine_lock" in runner.read(dump, 0, 1 << 20)
+        assert b"# vllmdiag: cell timed out" in runner.read(str(out.parent / "log.txt"), 0, 1 << 20)
+        assert gone_within(kid, 5)
+    finally:
+        runner.forget(cell_id)
