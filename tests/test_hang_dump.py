@@ -22,9 +22,11 @@ from vllmdiag import MatrixOptions, codec, run_matrix
 from vllmdiag.cli.app import app
 from vllmdiag.config import load_recipe
 from vllmdiag.fingerprint.parse import fingerprint_file
+from vllmdiag.fingerprint.startup import timeline
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.runner import hangdump
 
+REPO = Path(__file__).resolve().parent.parent
 PY_SPY = hangdump.find_py_spy()
 needs_py_spy = pytest.mark.skipif(PY_SPY is None, reason="py-spy is not installed")
 
@@ -232,3 +234,49 @@ def test_the_node_runner_dumps_on_its_node_and_serves_the_dumps(tmp_path: Path) 
         assert gone_within(kid, 5)
     finally:
         runner.forget(cell_id)
+
+
+def test_a_real_start_up_killed_after_torch_compile_ends_at_the_kill() -> None:
+    """vLLM 0.26's own log of a real H200 cell, cut where the flashinfer_cutlass cell went
+    silent (right after torch.compile), then the line the runner ends a killed cell's log
+    with: the timeline runs to the kill and keeps the silence."""
+    real = REPO / "tests/fixtures/vllm026/shape/cells/r1.baseline.builtin/log.txt"
+    lines = real.read_bytes().decode().split("\n")[:36]
+    assert lines[-1].endswith("Initial profiling/warmup run took 0.26 s")
+    lines.append(
+        "# vllmdiag: cell timed out 2026-12-01T09:25:41.250 local time after 300 s; "
+        "log silent 224.0 s"
+    )
+    t = timeline(lines)
+    assert t is not None and t.killed and not t.ready and t.from_process_start
+    assert t.total_s == 295  # 09:20:46 to 09:25:41, not to the last line (70 s)
+    last = t.phases[-1]
+    assert (last.name, last.end, last.seconds) == (
+        "after torch.compile: until the kill",
+        "killed",
+        225,
+    )
+    done = t.last_completed()
+    assert done is not None and done.name == "torch.compile" and done.reported_s == 13.49
+    assert t.silent_s == 224.0
+    assert t.state() == "never ready: killed at the timeout, log silent 224 s"
+    # without the runner's line (a pasted log), it still ends at its last milestone
+    plain = timeline(lines[:-1])
+    assert plain is not None and not plain.killed and plain.total_s == 70
+    assert plain.state() == "never ready"
+
+
+def test_the_tree_is_ended_even_when_the_timeout_hook_fails(tmp_path: Path) -> None:
+    from vllmdiag import proc
+
+    seen: list[set[int]] = []
+
+    def hook(root: int, pids: set[int]) -> None:
+        seen.append(pids)
+        raise RuntimeError("the hook broke")
+
+    code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\ntime.sleep(60)"
+    with pytest.raises(RuntimeError, match="the hook broke"):
+        proc.run([sys.executable, "-c", code], timeout=1.5, grace_s=1, on_timeout=hook)
+    assert len(seen) == 1 and len(seen[0]) == 2  # the child and its own child, both alive
+    assert all(gone_within(pid, 5) for pid in seen[0])

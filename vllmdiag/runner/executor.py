@@ -162,8 +162,9 @@ def dump_before_kill(task: CellTask) -> proc.OnTimeout:
     def hook(root: int, pids: set[int]) -> None:
         when = datetime.now()
         silent = hangdump.silent_s(task.log)
-        with contextlib.suppress(OSError), open(task.log, "a", encoding="utf-8") as fh:
-            fh.write(timeout_line(task, when, silent))
+        with contextlib.suppress(OSError), open(task.log, "a+b") as fh:
+            cut = fh.tell() > 0 and fh.seek(fh.tell() - 1) >= 0 and fh.read(1) != b"\n"
+            fh.write((b"\n" if cut else b"") + timeout_line(task, when, silent).encode())
         hangdump.dump_tree(
             root,
             pids,
