@@ -275,7 +275,11 @@ def test_the_tree_is_ended_even_when_the_timeout_hook_fails(tmp_path: Path) -> N
         seen.append(pids)
         raise RuntimeError("the hook broke")
 
-    code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\ntime.sleep(60)"
+    code = (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "time.sleep(60)"
+    )
     with pytest.raises(RuntimeError, match="the hook broke"):
         proc.run([sys.executable, "-c", code], timeout=1.5, grace_s=1, on_timeout=hook)
     assert len(seen) == 1 and len(seen[0]) == 2  # the child and its own child, both alive
