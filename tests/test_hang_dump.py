@@ -133,8 +133,7 @@ def test_matrix_json_carries_the_hang(tmp_path: Path) -> None:
     out = CliRunner().invoke(
         app, ["matrix", str(_recipe(tmp_path, 3)), "--out", str(tmp_path / "run"), "--json"]
     )
-    data = json.loads(out.stdout)
-    cells = data["cells"] if "cells" in data else data["report"]["cells"]
+    cells = json.loads(out.stdout)["cells"]
     hang = cells[0]["hang"]
     assert hang["timeout_s"] == 3 and hang["stuck"]["frames"][0]["function"] == (
         "wait_for_engine_lock"
