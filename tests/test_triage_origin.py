@@ -240,3 +240,31 @@ def test_no_frame_in_view_is_unknown(tmp_path: Path) -> None:
         "exception-line",
     )
     assert codec.dump(rc)["origin"] == "unknown" and not rc.is_tool_error
+
+
+def test_a_wrapper_that_built_the_command_line_is_blamed_far_above_the_error(
+    tmp_path: Path,
+) -> None:
+    """ramalama prints the command it runs, then vLLM's whole usage text, then vLLM's
+    refusal (containers/ramalama#758's shape): the wrapper passed the arguments."""
+    usage = [f"                   [--option-{i} OPTION_{i}]" for i in range(60)]
+    log = tmp_path / "ramalama.log"
+    log.write_text(
+        "\n".join(
+            [
+                "exec_cmd:  podman run --rm -i --label RAMALAMA --name ramalama_PNB6UFIqIM "
+                "quay.io/modh/vllm:rhoai-2.17-cuda llama-run -c 2048 --temp 0.8 /mnt/models/m",
+                "usage: __main__.py [-h] [--host HOST] [--port PORT]",
+                *usage,
+                "__main__.py: error: unrecognized arguments: llama-run -c 2048 --temp 0.8",
+            ]
+        )
+        + "\n"
+    )
+    rc = triage_file(log, Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and rc.evidence == "cli-error"
+    assert (rc.origin, rc.package) == ("caller", "ramalama")
+    alone = tmp_path / "alone.log"
+    alone.write_text("vllm: error: unrecognized arguments: --temperature 0.8\n")
+    rc = triage_file(alone, Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and (rc.origin, rc.package) == ("config", None)

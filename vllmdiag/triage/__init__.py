@@ -76,6 +76,7 @@ def triage_file(
         lines=info.lines,
         deaths=tuple(watch.deaths.finish()),
         tool_dirs=tuple(tool_dirs),
+        wrapper=watch.wrapper,
     )
     return choose(tracebacks, cat, ev, str(path))
 

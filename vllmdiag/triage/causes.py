@@ -45,14 +45,15 @@ def _cause(
     files: list[str] | None = None,
     frames: tuple[str, ...] = (),
     where: tuple[str, str | None] | None = None,
+    rule: tuple[str, str] | None = None,
 ) -> RootCause:
     h = match(cat, typ, message, files or [], ev.vllm_version)
     blame = decide(
         typ,
         message,
         files or [],
-        rule=h.entry.blame if h else None,
-        rule_why=h.why if h else None,
+        rule=rule[0] if rule else h.entry.blame if h else None,
+        rule_why=rule[1] if rule else h.why if h else None,
         where=where,
         tool_dirs=ev.tool_dirs,
     )
@@ -189,6 +190,14 @@ def cli(err: tuple[int, str, str] | None, cat: Catalogue, ev: Evidence) -> RootC
         reason=f"the command line was refused before anything ran (line {line})",
         evidence="cli-error",
         raised_in=None,
+        rule=(
+            (
+                f"caller:{ev.wrapper}",
+                f"{ev.wrapper} built this vLLM command line, and vLLM refused arguments it passed",
+            )
+            if ev.wrapper
+            else None
+        ),
     )
 
 

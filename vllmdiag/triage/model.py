@@ -117,3 +117,4 @@ class Evidence:
     deaths: tuple[Death, ...] = ()  # lines saying a process died, in log order
     #: directories whose files are vllmdiag's own besides its package (the run directory)
     tool_dirs: tuple[str, ...] = ()
+    wrapper: str | None = None  # a program the log shows building vLLM's command line

@@ -25,6 +25,8 @@ Place = Literal["tool", "vllm", "dependency", "user"]
 
 TOOL_PACKAGE = "vllmdiag"
 _SITE = re.compile(r"(?:^|/)(?:site|dist)-packages/(?P<rest>.+)$", re.IGNORECASE)
+_DRIVE = re.compile(r"^[A-Za-z]:/")
+_IDENT = re.compile(r"^[A-Za-z_]\w*$")
 _STDLIB = re.compile(r"(?:^|/)lib(?:64)?/python\d(?:\.\d+)?t?/|(?:^|/)Lib/")
 
 
@@ -70,8 +72,14 @@ def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, st
     for i, part in enumerate(dirs):
         if part == "vllm" and i + 1 < len(dirs):  # a checkout: .../vllm/vllm/engine/x.py
             return "vllm", "vllm"
-    if p.endswith(".pyx") and not p.startswith("/") and len(parts) > 1:
-        return "dependency", parts[0]  # a compiled package's frame: uvloop/loop.pyx
+    relative = not p.startswith("/") and not _DRIVE.match(p)
+    if relative and len(parts) > 1:
+        # a path shortened to its package (a paste, a compiled frame): vllm/utils.py,
+        # uvloop/loop.pyx, openrlhf/trainer/ray/vllm_engine.py
+        if parts[0] == "vllm":
+            return "vllm", "vllm"
+        if _IDENT.match(parts[0]) and (p.endswith(".pyx") or len(dirs) >= 2):
+            return "dependency", parts[0]
     return "user", None
 
 
