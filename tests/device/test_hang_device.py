@@ -41,12 +41,13 @@ def test_flashinfer_cutlass_moe_hang_is_dumped_and_named(
               leg: v026
               env: {{VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1", VLLM_USE_FLASHINFER_SAMPLER: "0"}}
               flags: [--moe-backend flashinfer_cutlass, --max-model-len 2048]
-            workload:
-              builtin: vllm-throughput
-              model: {model}
-              input_len: 128
-              output_len: 32
-              num_prompts: 16
+            workloads:
+              moe:
+                builtin: vllm-throughput
+                model: {model}
+                input_len: 128
+                output_len: 32
+                num_prompts: 16
             timeout: {TIMEOUT_S}
             """
         )
@@ -55,8 +56,9 @@ def test_flashinfer_cutlass_moe_hang_is_dumped_and_named(
     try:
         result = CliRunner().invoke(app, ["matrix", str(recipe), "--out", str(run_dir), "--json"])
     finally:
-        if keep is not None:
+        if keep is not None and run_dir.exists():
             shutil.copytree(run_dir, keep / "moe-hang", dirs_exist_ok=True)
+    assert result.exit_code in (0, 1), result.output
     report = json.loads(result.stdout)
     cell = report["cells"][0]
     assert cell["outcome"] == "timeout", (cell["outcome"], cell["reason"], cell["root_cause"])

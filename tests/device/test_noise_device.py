@@ -99,9 +99,9 @@ def test_a_metric_matrix_with_repeats_measures_its_own_noise(
           - {{name: tokens_per_second, json: throughput.json, key: tokens_per_second}}
         workload:
           builtin: vllm-throughput
-          input_len: 1000
-          output_len: 1000
-          num_prompts: 1000
+          input_len: 512
+          output_len: 512
+          num_prompts: 500
         models:
           llama: {tiny_models / "llama"}
         arms: [attention-backend-env-triton]
