@@ -138,11 +138,11 @@ def test_a_window_that_does_not_explain_the_failure_does_not_decide_the_target(
     assert report.section(SectionId.WINDOW) is not None  # still shown: it was measured
 
 
-def test_a_failure_inside_vllm_goes_to_vllm_with_its_engine_traceback() -> None:
+def test_vllms_check_of_the_users_setting_is_no_bug_and_keeps_its_engine_traceback() -> None:
     report = _draft(KV)
     t = report.target
-    assert (t.project, t.kind, t.template) == ("vllm", TargetKind.VLLM, Template.VLLM_BUG)
-    title = "[Bug]: ValueError: No available memory for the cache blocks (vLLM 0.26.0)"
+    assert (t.project, t.kind, t.template) == ("", TargetKind.NOT_A_BUG, Template.GENERIC)
+    title = "Not an upstream bug (config): ValueError: No available memory for the cache blocks"
     assert report.title == title
     env = _body(report, SectionId.ENVIRONMENT)
     assert "GPU 0: NVIDIA H200 (143771 MiB)" in env and "580.159.04" in env

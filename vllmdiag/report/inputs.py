@@ -22,6 +22,7 @@ from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import EnvRecord, StackInfo
 from vllmdiag.model.verdict import Verdict
+from vllmdiag.report.reread import reread
 from vllmdiag.window import WindowResult
 
 Warn = Callable[[str], None]
@@ -79,7 +80,7 @@ def load_run(path: Path, warn: Warn) -> RunEvidence:
     events = run.events() if (path / EVENTS).is_file() else []
     manifest = _json(path / "manifest.json", warn)
     recipe = _recipe(manifest, path, warn)
-    results = tuple(sorted(run.finished().values(), key=lambda r: r.id))
+    results = tuple(reread(path, r) for r in sorted(run.finished().values(), key=lambda r: r.id))
     if not results:
         raise VllmdiagError(
             "the run directory holds no finished cell",
