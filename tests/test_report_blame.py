@@ -22,7 +22,9 @@ from vllmdiag.report import (
     Template,
     draft_report,
 )
+from vllmdiag.report.release_pins import from_resolve
 from vllmdiag.runner.readers import RunReaders
+from vllmdiag.window.consumers import Resolve
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KV = FIXTURES / "vllm026" / "kv-starved"
@@ -150,3 +152,14 @@ def test_the_cpu_reproduction_says_its_scripts_stand_in_for_vllm() -> None:
     assert env is not None
     assert "vLLM Version                 : not installed: this reproduction's own scripts " \
         "stand in for the vLLM code path" in env.body  # fmt: skip
+
+
+def test_the_release_pins_keep_only_what_differs_and_say_why() -> None:
+    resolve = Resolve({"vllm": "0.26.0", "torch": "2.11.0", "transformers": "5.24.0"}, {})
+    machine = {"vllm": "0.26.0", "torch": "2.11.0+cu130", "transformers": "5.24.0", "jax": "0.7"}
+    pins = from_resolve("0.26.0", resolve, machine)
+    assert pins.lines == (
+        "vllm==0.26.0",
+        "torch==2.11.0+cu130  # the failing machine has 2.11.0+cu130; vllm 0.26.0 resolves 2.11.0",
+    )
+    assert pins.left_out == 1 and pins.local == ("torch==2.11.0+cu130",)

@@ -41,6 +41,7 @@ class RunEvidence:
     verdict: Verdict | None = None
     cell_env: dict[str, dict[str, str]] = field(default_factory=dict)
     hosts: tuple[str, ...] = ()
+    started: str | None = None  # when the run started (its journal's first event)
 
     def failing(self) -> list[CellResult]:
         """Cells whose workload failed or hung (never an ERROR: that is no result)."""
@@ -99,6 +100,7 @@ def load_run(path: Path, warn: Warn) -> RunEvidence:
         verdict=_verdict(path, warn),
         cell_env=_cell_envs(events),
         hosts=hosts,
+        started=str(started[0]["ts"]) if started and started[0].get("ts") else None,
     )
 
 
