@@ -102,6 +102,34 @@ def test_the_running_probe_passing_values_vllm_refuses_is_the_tools_error(
     assert (origin, package) == ("tool", "vllmdiag")
 
 
+def test_the_probe_passing_on_the_users_length_that_vllm_refuses_is_the_users_config(
+    tmp_path: Path,
+) -> None:
+    """The same probe, and vLLM's own check of the recipe's --max-model-len: the probe
+    only carried the user's value, as pydantic carried vLLM's check."""
+    files = {
+        **_PYDANTIC_VLLM,
+        f"{SITE}/vllm/config.py": "import pydantic\n"
+        "class ModelConfig(pydantic.BaseModel):\n    model: str\n    max_model_len: int\n"
+        "    @pydantic.field_validator('max_model_len')\n    @classmethod\n"
+        "    def fits(cls, v):\n        if v > 4096:\n"
+        "            raise ValueError(f'User-specified max_model_len ({v}) is greater than the '\n"
+        "                'derived max_model_len (max_position_embeddings=4096 or '\n"
+        "                'model_max_length=None in model config.json).')\n"
+        "        return v\n",
+        f"{SITE}/vllm/engine/arg_utils.py": "import dataclasses\n"
+        "@dataclasses.dataclass\nclass EngineArgs:\n    model: str = ''\n"
+        "    max_model_len: int = 0\n"
+        "    @staticmethod\n    def add_cli_args(p):\n        p.add_argument('--model')\n"
+        "        p.add_argument('--max-model-len', type=int)\n        return p\n"
+        "    @classmethod\n    def from_cli_args(cls, args):\n"
+        "        return cls(model=args.model, max_model_len=args.max_model_len)\n",
+    }
+    probe = PACKAGE / "probes" / "vllm_smoke.py"
+    origin, package, _ = _crash(tmp_path, files, probe, "--model", "m", "--max-model-len", "65536")
+    assert (origin, package) == ("config", None)
+
+
 def test_a_copy_of_the_probe_in_a_folder_named_vllmdiag_is_not_the_tool(tmp_path: Path) -> None:
     """The same file under a directory that is merely called ``vllmdiag`` (a clone under
     git's default name, a recipe's folder) is the workload's script, not the tool."""
