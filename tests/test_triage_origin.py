@@ -296,3 +296,29 @@ def test_a_wrapper_that_built_the_command_line_is_blamed_far_above_the_error(
     alone.write_text("vllm: error: unrecognized arguments: --temperature 0.8\n")
     rc = triage_file(alone, Catalogue.load(use_env=False)).root_cause
     assert rc is not None and (rc.origin, rc.package) == ("config", None)
+
+
+def test_gemma4_on_026_is_transformers_tightened_access_not_missing_support(
+    tmp_path: Path,
+) -> None:
+    """The seeds' lesson: transformers 5.17 raises on a global read of a per-layer
+    attribute, and vLLM 0.26 reads ``config.head_dim`` (the error text is the seeds')."""
+    files = {
+        f"{SITE}/transformers/__init__.py": "",
+        f"{SITE}/transformers/configuration_utils.py": "class AmbiguousGlobalPerLayerAttributeError"
+        "(AttributeError): pass\nclass PretrainedConfig:\n    def __getattr__(self, name):\n"
+        "        raise AmbiguousGlobalPerLayerAttributeError(f\"'{name}' is a per-layer attribute"
+        ' and may vary across layers. Access it via the individual layer configs instead")\n',
+        f"{SITE}/vllm/__init__.py": "",
+        f"{SITE}/vllm/model_arch_config_convertor.py": "def head_size(config):\n"
+        "    return config.head_dim\n",
+        "serve.py": "from transformers.configuration_utils import PretrainedConfig\n"
+        "import vllm.model_arch_config_convertor as c\nc.head_size(PretrainedConfig())\n",
+    }
+    origin, package, _ = _crash(tmp_path, files, "serve.py")
+    assert (origin, package) == ("dependency", "transformers")
+    rc = triage_file(tmp_path / "run.log", Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and rc.known == "transformers-per-layer-head-dim"
+    said = " ".join(x or "" for x in (rc.why, rc.meaning, rc.advice)).lower()
+    assert "transformers 5.17" in said and "head_dim" in said
+    assert "does not support" not in said and "unsupported" not in said
