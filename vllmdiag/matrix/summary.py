@@ -82,6 +82,14 @@ def _details(report: MatrixReport, recipe: Recipe) -> list[str]:
             step = f"; next: `{rc.next_step}`" if rc.next_step else ""
             shown = sig or "(no root cause in the log)"
             out.append(f"- {n} cell(s): `{shown}`{known}{step} (e.g. `{example.id}`)")
+    hung = [r for r in report.cells if r.hang is not None]
+    if hung:
+        out += ["", "## Cells killed at their timeout: where they hung", ""]
+        out += [
+            f"- `{r.id}`: {_md_cell(r.hang.describe())} (stacks: `cells/{r.id}/hang/`)"
+            for r in hung
+            if r.hang is not None
+        ]
     errors = [r for r in report.cells if r.outcome is Outcome.ERROR]
     if errors:
         out += ["", "## Errors (no result a verdict can use: see each reason)", ""]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from vllmdiag.model.fingerprint import Fingerprint
+from vllmdiag.model.hang import HangReport
 
 
 class Outcome(str, Enum):
@@ -94,3 +95,5 @@ class CellResult:
     notes: tuple[str, ...] = ()
     #: The node that ran it, in a run across nodes ("" on this machine alone).
     node: str = ""
+    #: Where a cell killed at its timeout hung (its processes' stacks, its log's silence).
+    hang: HangReport | None = None

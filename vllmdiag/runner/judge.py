@@ -1,6 +1,7 @@
 """What a cell came to, from how its process ended and what it left.
 
-- killed at the timeout: TIMEOUT;
+- killed at the timeout: TIMEOUT, whose root cause says where it hung (its stack dump,
+  the start-up phase it got through, how long its log had been silent);
 - exit 0: PASS, unless a metric the recipe needs is missing, or the workload did not
   take the shape the recipe asked (then ERROR: nothing a verdict can use);
 - any other exit: FAIL, with the root cause from its log; unless that root cause lies in
@@ -22,6 +23,7 @@ from vllmdiag.model.shape import WorkloadShape, shape_problem
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.plan.cells import CellPlan
 from vllmdiag.runner.executor import CellRun
+from vllmdiag.runner.hang_cause import hang_cause, hang_report
 from vllmdiag.runner.readers import HygieneSummary, RunReaders
 
 
@@ -62,6 +64,11 @@ class Judge:
             else None
         )
         fp, unreadable = self.readers.fingerprint(log, self.hygiene.notable(cell.leg.name))
+        hang = None
+        if outcome is Outcome.TIMEOUT:
+            startup = fp.startup if fp is not None else None
+            hang = hang_report(log.parent, self.recipe.timeout, startup)
+            root = hang_cause(hang, root)
         if outcome is Outcome.FAIL and root is not None and root.is_tool_error:
             outcome, reason = Outcome.ERROR, tool_failure(root)
         if outcome is Outcome.PASS:
@@ -87,6 +94,7 @@ class Judge:
             fingerprint=fp,
             log=str(log),
             notes=notes,
+            hang=hang,
         )
 
     def _shape(
