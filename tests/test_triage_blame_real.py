@@ -83,4 +83,4 @@ def test_triage_prints_whose_fault_and_why_in_text_and_json() -> None:
     assert (data["origin"], data["package"], data["raised_in"]) == ("caller", "openrlhf", "vllm")
     assert data["why"].startswith("openrlhf called vLLM")
     table = CliRunner().invoke(app, ["triage", str(FIXTURES_KV)])
-    assert table.exit_code == 0 and "whose fault" in table.stdout and "config" in table.stdout
+    assert table.exit_code == 0 and "known, whose" in table.stdout and "config" in table.stdout
