@@ -135,7 +135,7 @@ def test_batches_a_pinned_backfill_canonical_runs_and_regenerated_tables(
     assert (
         "| `beta` | mixed | 0.26 | batch-1 | `r1.0.26.beta.mixed` | measured under other "
         "settings: leg 0.26 instead of 0.26+packaging==23.2; it failed: AttributeError: "
-        "module 'packaging.version' has no attribute 'ThrMma' |"
+        "module 'packaging.version' has no attribute 'ThrMma' [whose fault: caller] |"
     ) in canonical
     manifest = (out / "MANIFEST.md").read_text()
     assert "### Batch 2 · backfill" in manifest

@@ -3,16 +3,23 @@ before the tool was run on them; and the field logs' hand reading of blame, coun
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+from typer.testing import CliRunner
 
-from vllmdiag.triage import Catalogue, triage_file
+from vllmdiag import codec
+from vllmdiag.cli.app import app
+from vllmdiag.model.outcome import CauseSummary
+from vllmdiag.runner.readers import RunReaders
+from vllmdiag.triage import Catalogue, RootCause, triage_file
 
 HERE = Path(__file__).parent / "fixtures" / "logs"
 BLAME = YAML(typ="safe").load((HERE / "blame" / "truth.yaml").read_text())["logs"]
+FIXTURES_KV = Path(__file__).parent / "fixtures" / "vllm026" / "kv-starved"
 FIELD = YAML(typ="safe").load((HERE / "field" / "truth.yaml").read_text())["logs"]
 
 
@@ -48,3 +55,32 @@ def test_the_hand_reading_of_blame_agrees_on_nine_in_ten() -> None:
     agree = sum(1 for folder, e in read if (_blame(folder, e) or ("",))[0] == e["origin"])
     assert len(read) >= 40
     assert agree / len(read) >= 0.9, f"{agree}/{len(read)}"
+
+
+def test_blame_round_trips_through_the_codec_and_an_older_record_still_loads() -> None:
+    rc = triage_file(HERE / "blame" / "openrlhf_702_worker_use_ray_actor.log").root_cause
+    assert rc is not None and (rc.origin, rc.package, rc.raised_in) == (
+        "caller",
+        "openrlhf",
+        "vllm",
+    )
+    assert codec.load(RootCause, codec.dump(rc)) == rc
+    summary = RunReaders().root_cause(HERE / "blame" / "openrlhf_702_worker_use_ray_actor.log")
+    assert codec.load(CauseSummary, codec.dump(summary)) == summary
+    assert (summary.origin, summary.package, summary.why) == ("caller", "openrlhf", rc.why)
+    old = {"type": "E", "message": "m", "origin": "user", "package": None}  # before blame
+    loaded = codec.load(CauseSummary, old)
+    assert loaded.origin == "user" and loaded.why is None and loaded.raised_in is None
+
+
+def test_triage_prints_whose_fault_and_why_in_text_and_json() -> None:
+    log = str(HERE / "blame" / "openrlhf_702_worker_use_ray_actor.log")
+    text = CliRunner().invoke(app, ["triage", log])
+    assert text.exit_code == 0, text.output
+    assert "origin     caller (openrlhf): openrlhf called vLLM with arguments" in text.stdout
+    assert "raised in  vllm" in text.stdout
+    data = json.loads(CliRunner().invoke(app, ["triage", log, "--json"]).stdout)["root_cause"]
+    assert (data["origin"], data["package"], data["raised_in"]) == ("caller", "openrlhf", "vllm")
+    assert data["why"].startswith("openrlhf called vLLM")
+    table = CliRunner().invoke(app, ["triage", str(FIXTURES_KV)])
+    assert table.exit_code == 0 and "known, whose" in table.stdout and "config" in table.stdout

@@ -102,6 +102,34 @@ def test_the_running_probe_passing_values_vllm_refuses_is_the_tools_error(
     assert (origin, package) == ("tool", "vllmdiag")
 
 
+def test_the_probe_passing_on_the_users_length_that_vllm_refuses_is_the_users_config(
+    tmp_path: Path,
+) -> None:
+    """The same probe, and vLLM's own check of the recipe's --max-model-len: the probe
+    only carried the user's value, as pydantic carried vLLM's check."""
+    files = {
+        **_PYDANTIC_VLLM,
+        f"{SITE}/vllm/config.py": "import pydantic\n"
+        "class ModelConfig(pydantic.BaseModel):\n    model: str\n    max_model_len: int\n"
+        "    @pydantic.field_validator('max_model_len')\n    @classmethod\n"
+        "    def fits(cls, v):\n        if v > 4096:\n"
+        "            raise ValueError(f'User-specified max_model_len ({v}) is greater than the '\n"
+        "                'derived max_model_len (max_position_embeddings=4096 or '\n"
+        "                'model_max_length=None in model config.json).')\n"
+        "        return v\n",
+        f"{SITE}/vllm/engine/arg_utils.py": "import dataclasses\n"
+        "@dataclasses.dataclass\nclass EngineArgs:\n    model: str = ''\n"
+        "    max_model_len: int = 0\n"
+        "    @staticmethod\n    def add_cli_args(p):\n        p.add_argument('--model')\n"
+        "        p.add_argument('--max-model-len', type=int)\n        return p\n"
+        "    @classmethod\n    def from_cli_args(cls, args):\n"
+        "        return cls(model=args.model, max_model_len=args.max_model_len)\n",
+    }
+    probe = PACKAGE / "probes" / "vllm_smoke.py"
+    origin, package, _ = _crash(tmp_path, files, probe, "--model", "m", "--max-model-len", "65536")
+    assert (origin, package) == ("config", None)
+
+
 def test_a_copy_of_the_probe_in_a_folder_named_vllmdiag_is_not_the_tool(tmp_path: Path) -> None:
     """The same file under a directory that is merely called ``vllmdiag`` (a clone under
     git's default name, a recipe's folder) is the workload's script, not the tool."""
@@ -268,3 +296,29 @@ def test_a_wrapper_that_built_the_command_line_is_blamed_far_above_the_error(
     alone.write_text("vllm: error: unrecognized arguments: --temperature 0.8\n")
     rc = triage_file(alone, Catalogue.load(use_env=False)).root_cause
     assert rc is not None and (rc.origin, rc.package) == ("config", None)
+
+
+def test_gemma4_on_026_is_transformers_tightened_access_not_missing_support(
+    tmp_path: Path,
+) -> None:
+    """The seeds' lesson: transformers 5.17 raises on a global read of a per-layer
+    attribute, and vLLM 0.26 reads ``config.head_dim`` (the error text is the seeds')."""
+    files = {
+        f"{SITE}/transformers/__init__.py": "",
+        f"{SITE}/transformers/configuration_utils.py": "class AmbiguousGlobalPerLayerAttributeError"
+        "(AttributeError): pass\nclass PretrainedConfig:\n    def __getattr__(self, name):\n"
+        "        raise AmbiguousGlobalPerLayerAttributeError(f\"'{name}' is a per-layer attribute"
+        ' and may vary across layers. Access it via the individual layer configs instead")\n',
+        f"{SITE}/vllm/__init__.py": "",
+        f"{SITE}/vllm/model_arch_config_convertor.py": "def head_size(config):\n"
+        "    return config.head_dim\n",
+        "serve.py": "from transformers.configuration_utils import PretrainedConfig\n"
+        "import vllm.model_arch_config_convertor as c\nc.head_size(PretrainedConfig())\n",
+    }
+    origin, package, _ = _crash(tmp_path, files, "serve.py")
+    assert (origin, package) == ("dependency", "transformers")
+    rc = triage_file(tmp_path / "run.log", Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and rc.known == "transformers-per-layer-head-dim"
+    said = " ".join(x or "" for x in (rc.why, rc.meaning, rc.advice)).lower()
+    assert "transformers 5.17" in said and "head_dim" in said
+    assert "does not support" not in said and "unsupported" not in said

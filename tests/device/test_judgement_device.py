@@ -54,10 +54,7 @@ def test_a_users_max_model_len_is_the_users_setting_and_no_upstream_bug(
           builtin: vllm-smoke
         models:
           llama: {tiny_models / "llama"}
-        arms:
-          - name: max-model-len-2048
-            flag: --max-model-len 2048
-            hypothesis: The asked context exceeds the model's positions.
+        arms: [max-model-len-2048, enforce-eager]
         timeout: 420
         """,
     )
@@ -70,10 +67,21 @@ def test_a_users_max_model_len_is_the_users_setting_and_no_upstream_bug(
         _keep(run_dir, keep, "user-setting")
     arms = {a["name"]: a for a in report["verdict"]["arms"]}  # type: ignore[index]
     assert arms["max-model-len-2048"]["effect"] == "sufficient"
+    assert arms["enforce-eager"]["effect"] == "ruled_out"
     cells = {c["arm"]: c for c in report["cells"]}  # type: ignore[index, union-attr]
-    root = cells["baseline"]["root_cause"]
-    assert root["origin"] == "config", root
-    assert draft["target"]["project"] != "pydantic", draft["target"]  # type: ignore[index]
+    for arm in ("baseline", "enforce-eager"):
+        assert cells[arm]["outcome"] == "fail", cells[arm]  # never an ERROR of the probe's
+        root = cells[arm]["root_cause"]
+        assert root["known"] == "max-model-len-above-positions", root
+        assert (root["origin"], root["package"]) == ("config", None), root
+        assert "65536" in root["message"] and root["why"], root
+    target = draft["target"]  # type: ignore[index]
+    assert (target["project"], target["kind"]) == ("", "not-a-bug"), target
+    body = str(draft["body"])  # type: ignore[index]
+    assert "Not an upstream bug: no issue to file." in body
+    assert "`flag --max-model-len 2048` makes it pass" in body
+    assert "`--max-model-len 65536`, came from the recipe's baseline flags" in body
+    assert "CUDA used to build PyTorch   : None" not in body
     assert gpu_apps() == []
 
 
@@ -97,10 +105,7 @@ def test_a_starved_kv_cache_names_a_step_that_raises_the_budget(
           builtin: vllm-smoke
         models:
           llama: {tiny_models / "llama"}
-        arms:
-          - name: gpu-memory-utilization-0.95
-            flag: --gpu-memory-utilization 0.95
-            hypothesis: The KV cache gets too little of the GPU's memory.
+        arms: [gpu-memory-utilization-0.95, max-model-len-2048]
         timeout: 420
         """,
     )
@@ -111,7 +116,13 @@ def test_a_starved_kv_cache_names_a_step_that_raises_the_budget(
         _keep(run_dir, keep, "kv-raise")
     cells = {c["arm"]: c for c in report["cells"]}  # type: ignore[index, union-attr]
     assert cells["gpu-memory-utilization-0.95"]["outcome"] == "pass"
+    arms = {a["name"]: a["effect"] for a in report["verdict"]["arms"]}  # type: ignore[index]
+    assert arms["gpu-memory-utilization-0.95"] == "sufficient", arms
+    assert arms["max-model-len-2048"] == "ruled_out", arms  # at 0.003 no length fits
     root = cells["baseline"]["root_cause"]
     assert root["message"].startswith("No available memory for the cache blocks"), root
     assert "gpu-memory-utilization-0.5" not in json.dumps(root), root
+    assert root["known"] == "kv-cache-too-small" and root["origin"] == "config", root
+    assert root["next_step"] == "vllmdiag arms show gpu-memory-utilization-0.95", root
+    assert _report(run_dir)["target"]["kind"] == "not-a-bug"  # type: ignore[index]
     assert gpu_apps() == []

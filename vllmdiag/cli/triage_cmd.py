@@ -86,13 +86,14 @@ def triage(
             emit_json({**codec.dump(attribution), "warnings": warnings})
             return
         table = Table(title=f"root causes of {len(results)} logs", title_justify="left")
-        for col in ("#", "root cause", "known", "members", "next step"):
+        for col in ("#", "root cause", "known, whose", "members", "next step"):
             table.add_column(col, overflow="fold")
         for i, g in enumerate(attribution.groups, 1):
+            whose = g.origin + (f" ({g.package})" if g.package and g.origin != "vllm" else "")
             table.add_row(
                 str(i),
                 Text(g.signature),
-                Text(g.known or "-"),
+                Text(f"{g.known or '-'}\n{whose}"),
                 Text("\n".join(g.members)),
                 Text(g.next_step or "-"),
             )

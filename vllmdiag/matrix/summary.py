@@ -13,6 +13,7 @@ from vllmdiag import codec, redact
 from vllmdiag.journal import RunDir
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.stack import cuda_build
 from vllmdiag.model.verdict import Square, Verdict
 from vllmdiag.triage.blame import blame_text
 
@@ -103,8 +104,9 @@ def _details(report: MatrixReport, recipe: Recipe) -> list[str]:
     for env in report.envs.values():
         st = env.stack
         torch = st.torch or "—"
-        if st.torch_cuda:
-            torch += f" (CUDA {st.torch_cuda})"
+        cuda = cuda_build(st.torch, st.torch_cuda)
+        if st.torch and cuda != "None":
+            torch += f" (CUDA {cuda})"
         out.append(
             f"| {_md_cell(env.leg)} | `{env.path}` | `{env.lock_hash}` | "
             f"{st.vllm or '—'} | {torch} | {st.python} | "

@@ -81,7 +81,9 @@ def _sections(
     redactor: Redactor,
 ) -> list[tuple[SectionId, str]]:
     env_body = (
-        environment.section(case.env, case.run.cell_env.get(case.cell.id, {}))
+        environment.section(
+            case.env, case.run.cell_env.get(case.cell.id, {}), stand_in=_stands_in(case)
+        )
         if case.env is not None
         else None
     )
@@ -110,6 +112,15 @@ def _sections(
         ),
     ]
     return [(sid, text) for sid, text in found if text]
+
+
+def _stands_in(case: Case) -> bool:
+    """The failing leg has no vLLM and its command runs a script of its own: a CPU
+    reproduction whose scripts stand in for vLLM's code path."""
+    env = case.env
+    if env is None or env.stack.vllm:
+        return False
+    return any(t.endswith(".py") for t in case.cell.argv[1:2])
 
 
 def _local(case: Case, text: str) -> str:

@@ -22,6 +22,7 @@ from vllmdiag.model.stack import EnvRecord
 from vllmdiag.report import freeze, md
 from vllmdiag.report.case import Case
 from vllmdiag.report.inputs import RunEvidence
+from vllmdiag.report.release_pins import ReleasePins, release_pins
 from vllmdiag.window import ConsumerReport
 
 VENV = ".venv"
@@ -47,6 +48,7 @@ class Script:
     notes: list[str] = field(default_factory=list)
     out_dir: bool = False
     clean: Callable[[str], str] = _same
+    what: str = ""  # what the setup installs, in words (set where it is not the freeze)
 
 
 def python_minor(env: EnvRecord) -> str | None:
@@ -70,6 +72,22 @@ def _leg_config(run: RunEvidence, leg: str) -> LegConfig | None:
     return run.recipe.legs.get(leg) or run.recipe.legs.get(leg.split("+", 1)[0])
 
 
+def _release(run: RunEvidence, env: EnvRecord, machine: dict[str, str]) -> ReleasePins | str | None:
+    """For a ``path:`` leg with vLLM: the release's pins (or why they could not be
+    made); None for a leg vllmdiag built (its freeze is what it asked for)."""
+    config = _leg_config(run, env.leg)
+    minor = python_minor(env)
+    if config is None or config.path is None or not env.stack.vllm or minor is None:
+        return None
+    return release_pins(
+        env.stack.vllm,
+        minor,
+        machine,
+        exclude_newer=run.started,
+        index_url=config.index_url,
+    )
+
+
 def setup(run: RunEvidence, env: EnvRecord) -> Script:
     """``uv venv`` and ``uv pip install`` of the leg's exact pins."""
     script = Script()
@@ -77,6 +95,29 @@ def setup(run: RunEvidence, env: EnvRecord) -> Script:
     script.lines.append(f"uv venv --python {minor} {VENV}" if minor else f"uv venv {VENV}")
     install = ["uv", "pip", "install", "--python", f"{VENV}/bin/python", *index_args(run, env.leg)]
     pins = freeze.read(env.freeze)
+    release = _release(run, env, pins.versions)
+    if isinstance(release, ReleasePins):
+        script.files["requirements.txt"] = "\n".join(release.lines) + "\n"
+        script.lines.append(_join([*install, "-r", "requirements.txt"]))
+        script.what = (
+            f"vLLM {env.stack.vllm} and the "
+            f"{md.plural(len(release.lines) - 1, 'package')} whose versions on the failing "
+            f"machine differ from what that release resolves to (each line says why; the "
+            f"machine's {md.plural(release.left_out, 'other package')} are not vLLM's and are "
+            "left out)"
+        )
+        if release.local:
+            script.notes.append(
+                ", ".join(md.code(p) for p in release.local)
+                + " carry a local build label: install them from the index that builds them "
+                "(for torch, https://download.pytorch.org/whl/ and its CUDA tag)"
+            )
+        return script
+    if release is not None:
+        script.notes.append(
+            f"the release's own resolve could not be made ({release.splitlines()[0][:200]}): "
+            "this pins the failing machine's whole environment"
+        )
     if pins.lines:
         head = []
         if pins.localized:
@@ -216,7 +257,7 @@ def section(
     script.clean = clean
     failing = command(script, run, cell, env)
     pins = freeze.read(env.freeze)
-    what = (
+    what = script.what or (
         f"its exact pins ({md.plural(len(pins.lines), 'package')}, from its `uv pip freeze`)"
         if pins.lines
         else "its requirements"

@@ -11,18 +11,14 @@ from pathlib import Path
 from vllmdiag.model.outcome import CauseSummary, Outcome
 from vllmdiag.report import md
 from vllmdiag.report.case import Case
+from vllmdiag.report.reread import cell_log
+from vllmdiag.triage.blame import blame_text
 from vllmdiag.triage.lines import normalise
 
 #: A traceback longer than this shows its first and last lines.
 HEAD, TAIL = 8, 30
 #: A log line is shown up to this many bytes.
 LINE_MAX = 4096
-_WHERE = {
-    "vllm": "in vLLM's own code",
-    "user": "in the workload's own code",
-    "tool": "in vllmdiag's own code",
-    "unknown": "in code the log does not show",
-}
 _EVIDENCE = {
     "traceback": "read from its traceback",
     "exception-line": "read from the exception line (the log has no traceback header)",
@@ -50,26 +46,33 @@ def section(case: Case) -> str | None:
 
 
 def _log(case: Case) -> Path | None:
-    """The cell's log, if it is a regular file inside the run directory (a result that
-    names a file elsewhere is not followed)."""
-    run = case.run.path.resolve()
-    named = Path(case.cell.log) if case.cell.log else run / "cells" / case.cell.id / "log.txt"
-    try:
-        log = named.resolve()
-        inside = log.is_relative_to(run) and log.is_file()
-    except OSError:
-        return None
-    return log if inside else None
+    return cell_log(case.run.path, case.cell)
 
 
 def _sentence(cause: CauseSummary) -> str:
-    where = _WHERE.get(cause.origin)
-    if where is None:
-        where = f"in {cause.package}'s code" if cause.package else "in a dependency's code"
+    where = _raised_where(cause)
     frame = f" ({md.code(cause.frames[-1])})" if cause.frames else ""
     process = f" in process {md.code(cause.process)}" if cause.process else ""
     how = _EVIDENCE.get(cause.evidence or "", "")
-    return f"Raised{process}, {where}{frame}" + (f"; {how}." if how else ".")
+    raised = f"Raised{process}, {where}{frame}" + (f"; {how}." if how else ".")
+    whose = blame_text(cause.origin, cause.package, cause.why)
+    return f"{raised} Whose fault it is: {md.code(whose)}."
+
+
+def _raised_where(cause: CauseSummary) -> str:
+    """Where it was raised, which need not be whose fault it is."""
+    at = cause.raised_in
+    if at is None:  # a reading recorded before raised_in: its origin was the place
+        at = {"vllm": "vllm", "user": "script", "tool": "vllmdiag"}.get(cause.origin)
+        if at is None and cause.origin == "dependency":
+            at = cause.package
+    if at == "vllm":
+        return "in vLLM's own code"
+    if at == "script":
+        return "in the workload's own code"
+    if at == "vllmdiag":
+        return "in vllmdiag's own code"
+    return f"in {at}'s code" if at else "in code the log does not show"
 
 
 def _excerpt(log: Path, lines: tuple[int, int]) -> str | None:

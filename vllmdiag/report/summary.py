@@ -6,12 +6,18 @@ from __future__ import annotations
 import re
 
 from vllmdiag.model.verdict import Effect
-from vllmdiag.report import freeze, md
+from vllmdiag.report import advice, freeze, md
 from vllmdiag.report.case import Case
 from vllmdiag.report.model import Target, TargetKind, Template
 from vllmdiag.report.target import Decision
 from vllmdiag.window import WindowResult
 
+#: The tool's two words, said once for a reader who does not know it.
+WORDS = (
+    "(Here a *cell* is one run of one workload under one configuration, and an *arm* is "
+    "one single-variable change from the baseline configuration: a flag, an environment "
+    "variable or a pinned package.)"
+)
 #: A title longer than this loses the end of its signature.
 TITLE_MAX = 140
 VLLM_PREFIX = "[Bug]: "
@@ -31,6 +37,11 @@ def title(case: Case, decision: Decision, window: WindowResult | None) -> str:
     elif target.kind is TargetKind.DEPENDENCY:
         have = _version(case, target)
         head = f"{target.project} {have}: " if have else f"{target.project}: "
+    elif target.kind is TargetKind.NOT_A_BUG:
+        origin = case.cause.origin if case.cause is not None else "unknown"
+        head = f"Not an upstream bug ({origin}): "
+    elif target.kind is TargetKind.CALLER:
+        head = f"{target.project} calls vLLM wrongly: "
     else:
         head = ""
     prefix = VLLM_PREFIX if target.template is Template.VLLM_BUG else ""
@@ -65,6 +76,8 @@ def paragraph(case: Case, decision: Decision, window: WindowResult | None) -> st
     if case.env is not None and case.env.stack.vllm:
         where += f", vLLM {case.env.stack.vllm}"
     out: list[str] = []
+    if decision.target.kind is TargetKind.NOT_A_BUG:
+        out.append(advice.paragraph(case))
     c = decision.consumer
     if decision.target.kind is TargetKind.DEPENDENCY_METADATA and c is not None and window:
         out.append(
@@ -82,6 +95,7 @@ def paragraph(case: Case, decision: Decision, window: WindowResult | None) -> st
     metadata = decision.target.kind is TargetKind.DEPENDENCY_METADATA
     if metadata and c is not None and window is not None and c.suggested_specifier:
         out.append(f"Suggested fix: declare {md.code(window.package + c.suggested_specifier)}.")
+    out.append(WORDS)
     return " ".join(out)
 
 

@@ -17,15 +17,16 @@ Kinds (``origin``):
 Decided in this order, by what the error says and who passed what, never by the innermost
 frame alone:
 
-1. a frame of the running vllmdiag raised it, or passed the arguments an argument error
-   (a ``TypeError`` about a call's arguments, a pydantic ``ValidationError``) is about:
-   ``tool``;
+1. a frame of the running vllmdiag raised it: ``tool``;
 2. the catalogue entry the message matched says whose it is (``blame:``): vLLM's checks
-   that name a setting are ``config``, out of memory is ``environment``, ...;
-3. an argument error blames whoever passed the value: the code outside vLLM that called
-   into it (a framework: ``caller`` + its package; a script: ``caller``), or, where the
-   values came in through vLLM's own command line, the user's flags (``config``). A
-   validator only carries the check: pydantic is never blamed for it;
+   that name a setting are ``config`` (also when vllmdiag's probe passed the recipe's
+   value on), out of memory is ``environment``, ...;
+3. an argument error (a ``TypeError`` about a call's arguments, a pydantic
+   ``ValidationError``) blames whoever passed the value: vllmdiag's own probe (``tool``),
+   the code outside vLLM that called into it (a framework: ``caller`` + its package; a
+   script: ``caller``), or, where the values came in through vLLM's own command line,
+   the user's flags (``config``). A validator only carries the check: pydantic is never
+   blamed for it;
 4. otherwise the frame that raised: vLLM's code is ``vllm``, another package's is
    ``dependency``, the workload's own script is ``caller``; none in view is ``unknown``.
 """
@@ -118,6 +119,8 @@ def decide(
     if raiser is not None and raiser.place == "tool":
         at = f" ({_short(raiser.file)})" if raiser.file else ""
         return Blame("tool", "vllmdiag", f"raised in vllmdiag's own code{at}")
+    if rule and rule != "frames":
+        return _by_rule(rule, rule_why, frames)
     if isinstance(passer, _Frame) and passer.place == "tool":
         return Blame(
             "tool",
@@ -125,8 +128,6 @@ def decide(
             f"vllmdiag's own code ({_short(passer.file)}) passed the arguments "
             f"the {_kind_of(typ)} is about",
         )
-    if rule and rule != "frames":
-        return _by_rule(rule, rule_why, frames)
     if argument:
         return _by_passer(typ, passer)
     if raiser is not None:

@@ -86,6 +86,10 @@ class Group:
     next_step: str | None
     meaning: str | None = None
     signatures: tuple[str, ...] = ()
+    #: whose fault it is, as the group's first log reads it
+    origin: str = "unknown"
+    package: str | None = None
+    why: str = ""
 
 
 @dataclass(frozen=True)
