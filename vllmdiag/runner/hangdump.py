@@ -5,8 +5,9 @@ the cell's tree. Each Python process gets ``py-spy dump``: first pausing it (con
 stacks), then, if that does not return in time (a process stuck in the kernel or the
 driver), ``--nonblocking``; each attempt is bounded, and so is the whole. The stacks go
 to ``<cell>/hang/py-spy-<pid>.txt``, the typed report to ``<cell>/hang/hang.json``
-(atomically). Nothing here may raise: the kill comes after it whatever happens, and what
-could not be dumped is a note (py-spy missing, refused, not a Python process).
+(atomically). Nothing here raises but a stop (Ctrl-C, a cancelled run: no more dumps, the tree is
+ended at once); the kill comes after it whatever happens, and what could not be dumped is
+a note (py-spy missing, refused, not a Python process).
 
 py-spy runs from vllmdiag's side (it is one of vllmdiag's dependencies): it is looked for
 beside vllmdiag's own interpreter, in its base installation, then on ``PATH``
@@ -74,7 +75,7 @@ def dump_tree(
     budget_s: float = BUDGET_S,
 ) -> HangReport:
     """Dump every process of ``pids`` (``root``'s tree) into ``cell_dir/hang``; never
-    raises (a failure to write is a note on the returned report). ``killed_at``: local
+    raises but a stop (a failure to write is a note on the report). ``killed_at``: local
     time of the timeout (ISO); ``silent_s``: how long the log had been silent then."""
     out = cell_dir / HANG_DIR
     notes: list[str] = []
@@ -194,6 +195,8 @@ def _dump_one(
         except Exception as exc:
             note = f"py-spy could not run: {exc}"
             break
+        if done.interrupted:  # the run is being stopped: no more dumps, end the tree
+            raise KeyboardInterrupt
         if done.timed_out:
             note = f"py-spy dump did not return within {min(per_s, left):g} s"
             continue
