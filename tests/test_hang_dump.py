@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -283,3 +284,47 @@ def test_the_tree_is_ended_even_when_the_timeout_hook_fails(tmp_path: Path) -> N
         proc.run([sys.executable, "-c", code], timeout=1.5, grace_s=1, on_timeout=hook)
     assert len(seen) == 1 and len(seen[0]) == 2  # the child and its own child, both alive
     assert all(gone_within(pid, 5) for pid in seen[0])
+
+
+@needs_py_spy
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to run py-spy as another user",
+)
+def test_a_cell_py_spy_may_not_attach_to_times_out_cleanly_with_the_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """py-spy run as ``nobody`` against the cell's root-owned processes: the kernel
+    refuses the attach, as it does where vllmdiag lacks CAP_SYS_PTRACE."""
+    assert PY_SPY is not None
+    place = Path(tempfile.mkdtemp(prefix="vllmdiag-pyspy-"))
+    try:
+        place.chmod(0o755)
+        binary = place / "py-spy-real"
+        shutil.copy(PY_SPY.resolve(), binary)
+        binary.chmod(0o755)
+        wrapper = place / "py-spy"
+        wrapper.write_text(
+            f'#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {binary} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        monkeypatch.setenv(hangdump.PY_SPY_VAR, str(wrapper))
+        report = run_matrix(
+            load_recipe(_recipe(tmp_path, 3)), MatrixOptions(out=tmp_path / "run", grace_s=1)
+        )
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+    cell = report.cells[0]
+    kid = int((tmp_path / "run/cells/r1.baseline.hang/out/kid").read_text())
+    assert cell.outcome is Outcome.TIMEOUT and cell.hang is not None
+    assert cell.hang.stuck is None
+    notes = {p.note for p in cell.hang.processes}
+    refused = "py-spy may not attach (permission denied)"
+    assert notes and all(n is not None and n.startswith(refused) for n in notes)
+    assert any(n.startswith(refused) for n in cell.hang.notes)
+    rc = cell.root_cause
+    assert rc is not None and rc.evidence == "timeout"
+    assert f"no stack: {refused}" in (rc.message or "")
+    text = (tmp_path / f"run/cells/r1.baseline.hang/hang/py-spy-{kid}.txt").read_text()
+    assert f"no stack: {refused}" in text
+    assert gone_within(kid, 5)

@@ -243,8 +243,8 @@ def _refusal(stderr: str) -> str:
     low = stderr.lower()
     if "permission denied" in low or "operation not permitted" in low:
         return (
-            f"py-spy may not attach: {text}; run vllmdiag as root or give it CAP_SYS_PTRACE "
-            "(in a container: --cap-add SYS_PTRACE)"
+            "py-spy may not attach (permission denied): run vllmdiag as root or give it "
+            "CAP_SYS_PTRACE (in a container: --cap-add SYS_PTRACE)"
         )
     if "python version" in low or "python interpreter" in low:
         return f"not a Python process py-spy can read: {text}"
