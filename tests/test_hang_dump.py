@@ -155,7 +155,10 @@ def test_without_py_spy_the_cell_still_times_out_cleanly_with_a_note(tmp_path: P
     kid = int((tmp_path / "run/cells/r1.baseline.hang/out/kid").read_text())
     assert cell.outcome is Outcome.TIMEOUT and cell.hang is not None
     assert cell.hang.stuck is None and cell.hang.py_spy == ""
-    assert any("py-spy not found" in n for n in cell.hang.notes)
+    assert [n for n in cell.hang.notes if "py-spy not found" in n] == [
+        f"py-spy not found (install vllmdiag's dependencies, or set {hangdump.PY_SPY_VAR} "
+        "to the py-spy binary): no stacks were dumped"
+    ]
     rc = cell.root_cause
     assert rc is not None and rc.evidence == "timeout"
     assert "no stack: py-spy not found" in (rc.message or "")

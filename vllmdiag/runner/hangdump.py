@@ -103,7 +103,8 @@ def dump_tree(
         processes=tuple(dumps),
         stuck=stuck_at(dumps),
         py_spy=str(py_spy or ""),
-        notes=tuple(notes) + _unique_notes(dumps),
+        notes=tuple(notes)
+        + tuple(n for n in _unique_notes(dumps) if not any(m.startswith(n) for m in notes)),
     )
     with contextlib.suppress(OSError, ValueError):
         atomic.write_json(out / REPORT, codec.dump(report))
