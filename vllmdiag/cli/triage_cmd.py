@@ -22,6 +22,7 @@ from vllmdiag.model.hang import HangReport
 from vllmdiag.runner.hang_cause import recorded_hang
 from vllmdiag.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
 from vllmdiag.triage.attribution import group, labelled_logs, with_outcome
+from vllmdiag.triage.blame import blame_text
 
 
 def triage(
@@ -166,11 +167,11 @@ def _show_hang(out: Console, hang: HangReport, cell_dir: Path) -> None:
 
 def _show_cause(out: Console, rc: RootCause, note: str | None) -> None:
     what = f"{rc.type}: {rc.message}" if rc.type else rc.message
-    origin = rc.origin + (f" ({rc.package})" if rc.package and rc.origin != "vllm" else "")
     rows = [
         ("process", f"{rc.process}, lines {rc.lines[0]}-{rc.lines[1]}"),
         ("evidence", rc.evidence),
-        ("origin", origin),
+        ("origin", blame_text(rc.origin, rc.package, rc.why)),
+        ("raised in", rc.raised_in if rc.raised_in not in (None, rc.package) else None),
         ("signature", rc.signature),
         ("known", rc.known or "- (not in the catalogue)"),
         ("meaning", rc.meaning),

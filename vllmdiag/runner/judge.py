@@ -58,7 +58,11 @@ class Judge:
             reason = "; ".join(lacking)
         else:
             outcome, reason = Outcome.FAIL, f"exit status {done.rc}"
-        root = self.readers.root_cause(log) if outcome in (Outcome.FAIL, Outcome.TIMEOUT) else None
+        root = (
+            self.readers.root_cause(log, (str(self.run.path),))
+            if outcome in (Outcome.FAIL, Outcome.TIMEOUT)
+            else None
+        )
         fp, unreadable = self.readers.fingerprint(log, self.hygiene.notable(cell.leg.name))
         hang = None
         if outcome is Outcome.TIMEOUT:
@@ -117,10 +121,9 @@ class Judge:
 
 def tool_failure(root: CauseSummary) -> str:
     """Why a cell whose root cause is in vllmdiag's own code is an ERROR."""
-    frames = root.frames or ("see the log",)
-    ours = next((f for f in reversed(frames) if "vllmdiag" in f), frames[-1])
+    where = root.why or (root.frames[-1] if root.frames else "see the log")
     return (
         "vllmdiag's own code failed, so this cell says nothing about the leg: "
-        f"{root.type or 'error'}: {root.message or ''} (at {ours}); please report it to "
+        f"{root.type or 'error'}: {root.message or ''} ({where}); please report it to "
         "vllmdiag"
     )
