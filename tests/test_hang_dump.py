@@ -109,6 +109,7 @@ def test_a_hung_cell_is_dumped_before_the_kill_and_says_where_it_hung(tmp_path: 
     assert "killed at its 4 s timeout, after torch.compile (16.31 s)" in (rc.message or "")
     assert "log silent for" in (rc.message or "") and "wait_for_engine_lock" in (rc.message or "")
     assert rc.signature == "Timeout after torch.compile in wait_for_engine_lock (hang.py)"
+    assert rc.origin == "unknown" and rc.raised_in == "script" and rc.why
     # the tree is gone
     assert gone_within(kid, 5) and gone_within(parent, 5)
     # the start-up timeline ends at the kill, with the silence, not at the last line
