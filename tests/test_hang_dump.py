@@ -332,3 +332,21 @@ def test_a_cell_py_spy_may_not_attach_to_times_out_cleanly_with_the_note(
     text = (tmp_path / f"run/cells/r1.baseline.hang/hang/py-spy-{kid}.txt").read_text()
     assert f"no stack: {refused}" in text
     assert gone_within(kid, 5)
+
+
+def test_fingerprint_shows_the_wait_until_the_kill(tmp_path: Path) -> None:
+    real = REPO / "tests/fixtures/vllm026/shape/cells/r1.baseline.builtin/log.txt"
+    lines = real.read_bytes().split(b"\n")[:36]
+    lines.append(
+        b"# vllmdiag: cell timed out 2026-12-01T09:25:41.250 local time after 300 s; "
+        b"log silent 224.0 s"
+    )
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    shown = CliRunner().invoke(app, ["fingerprint", str(log)])
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "start-up: 295 s from process start (never ready: killed at the timeout, log silent "
+        "224 s)" in shown.output
+    )
+    assert "after torch.compile: until the kill" in shown.output

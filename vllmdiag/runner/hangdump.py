@@ -156,10 +156,14 @@ def _title(pid: int) -> tuple[str, str]:
     exe = ""
     with contextlib.suppress(OSError):
         exe = os.readlink(f"/proc/{pid}/exe")
-    title = ""
+    title = comm = ""
     with contextlib.suppress(OSError):
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
         title = " ".join(a.decode("utf-8", "replace") for a in raw.split(b"\0") if a)
+    with contextlib.suppress(OSError):
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    if comm.startswith("VLLM::") and comm not in title:  # the title vLLM set, cut to 15
+        title = f"{title} [{comm}]"
     return title[:300] or exe, exe
 
 
@@ -278,7 +282,7 @@ def stuck_at(dumps: list[ProcessDump]) -> StuckAt | None:
     def running(d: ProcessDump) -> bool:
         return any(t.active or t.gil for t in d.threads)
 
-    engine = [d for d in dumped if "EngineCore" in d.title]
+    engine = [d for d in dumped if "EngineCor" in d.title]  # comm keeps 15 characters
     busy = [d for d in dumped if running(d)]
     pick = max(engine or busy or dumped, key=lambda d: (d.depth, d.pid))
     thread = (
