@@ -125,6 +125,13 @@ def test_a_hung_cell_is_dumped_before_the_kill_and_says_where_it_hung(tmp_path: 
     assert again.hang == cell.hang and again.root_cause == cell.root_cause
     summary = (tmp_path / "run/summary.md").read_text()
     assert "wait_for_engine_lock" in summary and "after torch.compile (16.31 s)" in summary
+    drafted = CliRunner().invoke(
+        app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "issue.md")]
+    )
+    assert drafted.exit_code == 0, drafted.output
+    body = (tmp_path / "issue.md").read_text()
+    assert "The cell hung: it was killed at its 4 s timeout, after torch.compile" in body
+    assert "wait_for_engine_lock (" in body and "Raised in" not in body
     shown = CliRunner().invoke(app, ["triage", str(cell_dir / "log.txt")])
     assert shown.exit_code == 0, shown.output
     assert "killed at its 4 s timeout" in shown.output and "wait_for_engine_lock" in shown.output
