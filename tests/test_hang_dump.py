@@ -357,3 +357,19 @@ def test_fingerprint_shows_the_wait_until_the_kill(tmp_path: Path) -> None:
         "224 s)" in shown.output
     )
     assert "after torch.compile: until the kill" in shown.output
+
+
+def test_a_fresh_attempt_keeps_the_previous_attempts_dumps_apart(tmp_path: Path) -> None:
+    from vllmdiag.journal import RunDir
+
+    run = RunDir.create("t", out=tmp_path / "run", runs_root=tmp_path)
+    run.prepare_cell("c1")
+    cell = run.cell_dir("c1")
+    (cell / "log.txt").write_text("first attempt\n")
+    (cell / "hang").mkdir()
+    (cell / "hang" / "hang.json").write_text("{}")
+    run.prepare_cell("c1")
+    assert (cell / "log.previous.txt").read_text() == "first attempt\n"
+    assert (cell / "hang.previous" / "hang.json").is_file()
+    assert not (cell / "hang").exists()
+    assert hangdump.load(cell) is None  # a later judge never reads the old attempt's
