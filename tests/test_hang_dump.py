@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -108,6 +109,7 @@ def test_a_hung_cell_is_dumped_before_the_kill_and_says_where_it_hung(tmp_path: 
     assert "killed at its 4 s timeout, after torch.compile (16.31 s)" in (rc.message or "")
     assert "log silent for" in (rc.message or "") and "wait_for_engine_lock" in (rc.message or "")
     assert rc.signature == "Timeout after torch.compile in wait_for_engine_lock (hang.py)"
+    assert rc.origin == "unknown" and rc.raised_in == "script" and rc.why
     # the tree is gone
     assert gone_within(kid, 5) and gone_within(parent, 5)
     # the start-up timeline ends at the kill, with the silence, not at the last line
@@ -123,6 +125,13 @@ def test_a_hung_cell_is_dumped_before_the_kill_and_says_where_it_hung(tmp_path: 
     assert again.hang == cell.hang and again.root_cause == cell.root_cause
     summary = (tmp_path / "run/summary.md").read_text()
     assert "wait_for_engine_lock" in summary and "after torch.compile (16.31 s)" in summary
+    drafted = CliRunner().invoke(
+        app, ["report", str(tmp_path / "run"), "--out", str(tmp_path / "issue.md")]
+    )
+    assert drafted.exit_code == 0, drafted.output
+    body = (tmp_path / "issue.md").read_text()
+    assert "The cell hung: it was killed at its 4 s timeout, after torch.compile" in body
+    assert "wait_for_engine_lock (" in body and "Raised in" not in body
     shown = CliRunner().invoke(app, ["triage", str(cell_dir / "log.txt")])
     assert shown.exit_code == 0, shown.output
     assert "killed at its 4 s timeout" in shown.output and "wait_for_engine_lock" in shown.output
@@ -154,7 +163,10 @@ def test_without_py_spy_the_cell_still_times_out_cleanly_with_a_note(tmp_path: P
     kid = int((tmp_path / "run/cells/r1.baseline.hang/out/kid").read_text())
     assert cell.outcome is Outcome.TIMEOUT and cell.hang is not None
     assert cell.hang.stuck is None and cell.hang.py_spy == ""
-    assert any("py-spy not found" in n for n in cell.hang.notes)
+    assert [n for n in cell.hang.notes if "py-spy not found" in n] == [
+        f"py-spy not found (install vllmdiag's dependencies, or set {hangdump.PY_SPY_VAR} "
+        "to the py-spy binary): no stacks were dumped"
+    ]
     rc = cell.root_cause
     assert rc is not None and rc.evidence == "timeout"
     assert "no stack: py-spy not found" in (rc.message or "")
@@ -283,3 +295,81 @@ def test_the_tree_is_ended_even_when_the_timeout_hook_fails(tmp_path: Path) -> N
         proc.run([sys.executable, "-c", code], timeout=1.5, grace_s=1, on_timeout=hook)
     assert len(seen) == 1 and len(seen[0]) == 2  # the child and its own child, both alive
     assert all(gone_within(pid, 5) for pid in seen[0])
+
+
+@needs_py_spy
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to run py-spy as another user",
+)
+def test_a_cell_py_spy_may_not_attach_to_times_out_cleanly_with_the_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """py-spy run as ``nobody`` against the cell's root-owned processes: the kernel
+    refuses the attach, as it does where vllmdiag lacks CAP_SYS_PTRACE."""
+    assert PY_SPY is not None
+    place = Path(tempfile.mkdtemp(prefix="vllmdiag-pyspy-"))
+    try:
+        place.chmod(0o755)
+        binary = place / "py-spy-real"
+        shutil.copy(PY_SPY.resolve(), binary)
+        binary.chmod(0o755)
+        wrapper = place / "py-spy"
+        wrapper.write_text(
+            f'#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {binary} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        monkeypatch.setenv(hangdump.PY_SPY_VAR, str(wrapper))
+        report = run_matrix(
+            load_recipe(_recipe(tmp_path, 3)), MatrixOptions(out=tmp_path / "run", grace_s=1)
+        )
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+    cell = report.cells[0]
+    kid = int((tmp_path / "run/cells/r1.baseline.hang/out/kid").read_text())
+    assert cell.outcome is Outcome.TIMEOUT and cell.hang is not None
+    assert cell.hang.stuck is None
+    notes = {p.note for p in cell.hang.processes}
+    refused = "py-spy may not attach (permission denied)"
+    assert notes and all(n is not None and n.startswith(refused) for n in notes)
+    assert any(n.startswith(refused) for n in cell.hang.notes)
+    rc = cell.root_cause
+    assert rc is not None and rc.evidence == "timeout"
+    assert f"no stack: {refused}" in (rc.message or "")
+    text = (tmp_path / f"run/cells/r1.baseline.hang/hang/py-spy-{kid}.txt").read_text()
+    assert f"no stack: {refused}" in text
+    assert gone_within(kid, 5)
+
+
+def test_fingerprint_shows_the_wait_until_the_kill(tmp_path: Path) -> None:
+    real = REPO / "tests/fixtures/vllm026/shape/cells/r1.baseline.builtin/log.txt"
+    lines = real.read_bytes().split(b"\n")[:36]
+    lines.append(
+        b"# vllmdiag: cell timed out 2026-12-01T09:25:41.250 local time after 300 s; "
+        b"log silent 224.0 s"
+    )
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    shown = CliRunner().invoke(app, ["fingerprint", str(log)])
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "start-up: 295 s from process start (never ready: killed at the timeout, log silent "
+        "224 s)" in shown.output
+    )
+    assert "after torch.compile: until the kill" in shown.output
+
+
+def test_a_fresh_attempt_keeps_the_previous_attempts_dumps_apart(tmp_path: Path) -> None:
+    from vllmdiag.journal import RunDir
+
+    run = RunDir.create("t", out=tmp_path / "run", runs_root=tmp_path)
+    run.prepare_cell("c1")
+    cell = run.cell_dir("c1")
+    (cell / "log.txt").write_text("first attempt\n")
+    (cell / "hang").mkdir()
+    (cell / "hang" / "hang.json").write_text("{}")
+    run.prepare_cell("c1")
+    assert (cell / "log.previous.txt").read_text() == "first attempt\n"
+    assert (cell / "hang.previous" / "hang.json").is_file()
+    assert not (cell / "hang").exists()
+    assert hangdump.load(cell) is None  # a later judge never reads the old attempt's

@@ -176,11 +176,16 @@ class RunDir:
         return self.cell_dir(cell_id) / "out"
 
     def prepare_cell(self, cell_id: str) -> None:
-        """A fresh attempt: keep the previous attempt's log beside it, never mix them."""
+        """A fresh attempt: keep the previous attempt's log (and stack dumps) beside it,
+        never mix them."""
         log = self.log_path(cell_id)
         with self._writing(log.parent, "prepare the cell directory"):
             if log.exists():
                 os.replace(log, log.with_name("log.previous.txt"))
+            hang = log.with_name("hang")
+            if hang.is_dir():
+                shutil.rmtree(log.with_name("hang.previous"), ignore_errors=True)
+                os.replace(hang, log.with_name("hang.previous"))
             self.out_dir(cell_id).mkdir(parents=True, exist_ok=True)
 
     def write_result(self, result: CellResult) -> None:

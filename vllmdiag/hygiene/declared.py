@@ -79,6 +79,5 @@ def declared(report: Mapping[str, Any]) -> list[Finding]:
             )
             hint = f"pin {spec} in the leg (or say why the other version is wanted)"
         found.append(Finding(WARNING, CODE, message, hint=hint))
-    return found or [
-        Finding(OK, CODE, f"the leg meets what {', '.join(checked)} declare they require")
-    ]
+    verb = "declares it requires" if len(checked) == 1 else "declare they require"
+    return found or [Finding(OK, CODE, f"the leg meets what {', '.join(checked)} {verb}")]

@@ -19,6 +19,13 @@ class Frame:
     def __str__(self) -> str:
         return f"{self.function} ({self.file}:{self.line})"
 
+    @property
+    def package(self) -> str:
+        """The installed package its file is in (``vllm``, ``torch``), else ``script``."""
+        if "-packages/" not in self.file:
+            return "script"
+        return self.file.rsplit("-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
+
     def short(self) -> str:
         """Its file from the package down (``vllm/model_executor/...``), else its name."""
         file = self.file.rsplit("-packages/", 1)[1] if "-packages/" in self.file else ""

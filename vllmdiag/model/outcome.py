@@ -35,9 +35,11 @@ class CauseSummary:
     script), ``config`` (the user's settings), ``environment`` (the machine), ``tool``
     (vllmdiag's own code: the cell is an ERROR, never a verdict) or ``unknown``; ``why``
     says why in one line; ``raised_in`` is where it was raised (a package, ``script``).
-    ``evidence``: ``traceback``, ``exception-line``, ``death-line`` or
-    ``wrapper-message``. With no root cause in the log, ``type`` is None and ``message``
-    says why; a reader that broke on the log leaves ``reader_error``.
+    ``evidence``: ``traceback``, ``exception-line``, ``death-line``,
+    ``wrapper-message``, or, for a cell killed at its timeout with no exception in view,
+    ``hang-dump`` (its stacks were dumped) or ``timeout`` (they could not be). With no
+    root cause in the log, ``type`` is None and ``message`` says why; a reader that broke
+    on the log leaves ``reader_error``.
     """
 
     type: str | None = None

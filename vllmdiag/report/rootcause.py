@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
+from vllmdiag.model.hang import HangReport
 from vllmdiag.model.outcome import CauseSummary, Outcome
 from vllmdiag.report import md
 from vllmdiag.report.case import Case
@@ -29,6 +30,8 @@ _EVIDENCE = {
 
 def section(case: Case) -> str | None:
     cell, cause = case.cell, case.cause
+    if cell.hang is not None and cause is not None and cause.evidence in ("hang-dump", "timeout"):
+        return _hung(cell.hang, cause)
     if cause is None or cause.reader_error or not cause.signature:
         if cell.outcome is Outcome.TIMEOUT:
             return f"The cell did not finish: {cell.reason or 'timeout'} ({cell.elapsed_s:.0f} s)."
@@ -42,6 +45,18 @@ def section(case: Case) -> str | None:
         out += ["", f"(Lines {first}–{last} of the cell's log, process prefixes removed.)"]
     elif cause.frames:
         out += ["", "Frames, innermost last:", "", md.fence("\n".join(cause.frames), "text")]
+    return "\n".join(out)
+
+
+def _hung(hang: HangReport, cause: CauseSummary) -> str:
+    """A cell killed at its timeout: where it hung, from the stacks dumped before the
+    kill (nothing was raised)."""
+    out = [f"**Signature:** {md.code(cause.signature or 'Timeout')}", ""]
+    out.append(f"The cell hung: it was {hang.describe()}.")
+    if hang.stuck is not None and hang.stuck.frames:
+        frames = "\n".join(f.short() for f in hang.stuck.frames)
+        out += ["", "The stuck thread's own frames, innermost first (py-spy):", ""]
+        out.append(md.fence(frames, "text"))
     return "\n".join(out)
 
 

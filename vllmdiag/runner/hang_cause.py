@@ -38,10 +38,16 @@ def hang_cause(report: HangReport, found: CauseSummary | None) -> CauseSummary:
         return found
     stuck = report.stuck
     where = ""
+    top = None
     if stuck is not None:
         top = stuck.frames[0] if stuck.frames else stuck.innermost
         if top is not None:
             where = f" in {top.function} ({Path(top.file).name})"
+    why = (
+        "a hang names no culprit by itself: who must act depends on what the stuck frames wait for"
+        if top is not None
+        else "a hang whose stacks could not be dumped: nothing says where it waited"
+    )
     phase = f" after {report.after_phase}" if report.after_phase else ""
     return CauseSummary(
         type="Timeout",
@@ -49,6 +55,8 @@ def hang_cause(report: HangReport, found: CauseSummary | None) -> CauseSummary:
         process=stuck.title if stuck else None,
         signature=f"Timeout{phase}{where}",
         origin="unknown",
+        why=why,
+        raised_in=top.package if top is not None else None,
         evidence="hang-dump" if stuck is not None else "timeout",
         frames=tuple(str(f) for f in stuck.frames) if stuck else (),
         reader_error=found.reader_error if found else None,

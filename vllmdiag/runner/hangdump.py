@@ -5,8 +5,9 @@ the cell's tree. Each Python process gets ``py-spy dump``: first pausing it (con
 stacks), then, if that does not return in time (a process stuck in the kernel or the
 driver), ``--nonblocking``; each attempt is bounded, and so is the whole. The stacks go
 to ``<cell>/hang/py-spy-<pid>.txt``, the typed report to ``<cell>/hang/hang.json``
-(atomically). Nothing here may raise: the kill comes after it whatever happens, and what
-could not be dumped is a note (py-spy missing, refused, not a Python process).
+(atomically). Nothing here raises but a stop (Ctrl-C, a cancelled run: no more dumps, the tree is
+ended at once); the kill comes after it whatever happens, and what could not be dumped is
+a note (py-spy missing, refused, not a Python process).
 
 py-spy runs from vllmdiag's side (it is one of vllmdiag's dependencies): it is looked for
 beside vllmdiag's own interpreter, in its base installation, then on ``PATH``
@@ -74,7 +75,7 @@ def dump_tree(
     budget_s: float = BUDGET_S,
 ) -> HangReport:
     """Dump every process of ``pids`` (``root``'s tree) into ``cell_dir/hang``; never
-    raises (a failure to write is a note on the returned report). ``killed_at``: local
+    raises but a stop (a failure to write is a note on the report). ``killed_at``: local
     time of the timeout (ISO); ``silent_s``: how long the log had been silent then."""
     out = cell_dir / HANG_DIR
     notes: list[str] = []
@@ -102,7 +103,8 @@ def dump_tree(
         processes=tuple(dumps),
         stuck=stuck_at(dumps),
         py_spy=str(py_spy or ""),
-        notes=tuple(notes) + _unique_notes(dumps),
+        notes=tuple(notes)
+        + tuple(n for n in _unique_notes(dumps) if not any(m.startswith(n) for m in notes)),
     )
     with contextlib.suppress(OSError, ValueError):
         atomic.write_json(out / REPORT, codec.dump(report))
@@ -154,10 +156,14 @@ def _title(pid: int) -> tuple[str, str]:
     exe = ""
     with contextlib.suppress(OSError):
         exe = os.readlink(f"/proc/{pid}/exe")
-    title = ""
+    title = comm = ""
     with contextlib.suppress(OSError):
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
         title = " ".join(a.decode("utf-8", "replace") for a in raw.split(b"\0") if a)
+    with contextlib.suppress(OSError):
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    if comm.startswith("VLLM::") and comm not in title:  # the title vLLM set, cut to 15
+        title = f"{title} [{comm}]"
     return title[:300] or exe, exe
 
 
@@ -194,6 +200,8 @@ def _dump_one(
         except Exception as exc:
             note = f"py-spy could not run: {exc}"
             break
+        if done.interrupted:  # the run is being stopped: no more dumps, end the tree
+            raise KeyboardInterrupt
         if done.timed_out:
             note = f"py-spy dump did not return within {min(per_s, left):g} s"
             continue
@@ -240,8 +248,8 @@ def _refusal(stderr: str) -> str:
     low = stderr.lower()
     if "permission denied" in low or "operation not permitted" in low:
         return (
-            f"py-spy may not attach: {text}; run vllmdiag as root or give it CAP_SYS_PTRACE "
-            "(in a container: --cap-add SYS_PTRACE)"
+            "py-spy may not attach (permission denied): run vllmdiag as root or give it "
+            "CAP_SYS_PTRACE (in a container: --cap-add SYS_PTRACE)"
         )
     if "python version" in low or "python interpreter" in low:
         return f"not a Python process py-spy can read: {text}"
@@ -274,7 +282,7 @@ def stuck_at(dumps: list[ProcessDump]) -> StuckAt | None:
     def running(d: ProcessDump) -> bool:
         return any(t.active or t.gil for t in d.threads)
 
-    engine = [d for d in dumped if "EngineCore" in d.title]
+    engine = [d for d in dumped if "EngineCor" in d.title]  # comm keeps 15 characters
     busy = [d for d in dumped if running(d)]
     pick = max(engine or busy or dumped, key=lambda d: (d.depth, d.pid))
     thread = (
