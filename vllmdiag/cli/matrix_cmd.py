@@ -17,7 +17,9 @@ from vllmdiag.cli.executor_opts import (
     ExecutorKind,
     ExecutorOption,
     GpusOption,
+    RepeatsOption,
     connected,
+    with_repeats,
 )
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
@@ -63,6 +65,7 @@ def matrix(
         "--wait",
         help="If another matrix holds this machine's lock, wait for it instead of stopping.",
     ),
+    repeats: int | None = RepeatsOption,
     executor: ExecutorKind = ExecutorOption,
     address: str | None = AddressOption,
     gpus: int | None = GpusOption,
@@ -77,7 +80,7 @@ def matrix(
                 "--resume and --out both name a run directory",
                 hint="--resume DIR continues that run in place; drop --out",
             )
-        rec = load_recipe(recipe)
+        rec = with_repeats(load_recipe(recipe), repeats)
         if dry_run:
             p = plan(rec)
             if as_json:

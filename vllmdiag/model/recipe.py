@@ -181,6 +181,11 @@ class Baseline(Strict):
     _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
 
 
+#: Repeats of a metric matrix or a study whose recipe does not say: enough to measure
+#: the run's own noise (see :mod:`vllmdiag.model.noise`).
+TIMING_REPEATS = 3
+
+
 class Recipe(Strict):
     """A validated recipe; arms are resolved against the library at load time."""
 
@@ -191,6 +196,7 @@ class Recipe(Strict):
     workloads: dict[str, WorkloadConfig]
     arms: tuple[Arm, ...] = ()
     controls: tuple[Arm, ...] = ()
+    #: Loading a metric matrix without ``repeats`` gives it :data:`TIMING_REPEATS`.
     repeats: int = Field(default=1, ge=1, le=100)
     timeout: float = Field(default=3600.0, gt=0)
     metrics: tuple[MetricSpec, ...] = ()

@@ -114,13 +114,34 @@ def legs_needed(cells: list[CellPlan]) -> list[LegSpec]:
 
 def arm_infos(recipe: Recipe) -> list[ArmInfo]:
     out = [
-        ArmInfo(a.name, a.kind.value, False, a.single_variable, a.describe()) for a in recipe.arms
+        ArmInfo(
+            a.name,
+            a.kind.value,
+            False,
+            a.single_variable,
+            a.describe(),
+            same_as_baseline(recipe, a),
+        )
+        for a in recipe.arms
     ]
     out += [
-        ArmInfo(a.name, a.kind.value, True, a.single_variable, a.describe())
+        ArmInfo(
+            a.name, a.kind.value, True, a.single_variable, a.describe(), same_as_baseline(recipe, a)
+        )
         for a in recipe.controls
     ]
     return out
+
+
+def same_as_baseline(recipe: Recipe, arm: Arm) -> bool:
+    """True when every cell of ``arm`` would run exactly as the baseline's does (the same
+    environment, installed the same, the same environment overlay and flags): measured
+    beside the baseline, it is an A/A pair, evidence of the run's noise."""
+    for wl in recipe.workloads:
+        mine, base = arm_cell(recipe, arm, wl), arm_cell(recipe, None, wl)
+        if (mine.leg.key(), mine.env, mine.flags) != (base.leg.key(), base.env, base.flags):
+            return False
+    return bool(recipe.workloads)
 
 
 def reuse_key(cell: CellPlan, lock_hash: str, argv: list[str], workload: str) -> str:
