@@ -147,3 +147,27 @@ def test_an_a_a_control_is_evidence_of_noise_even_without_repeats(tmp_path: Path
     summary = report["verdict"]["summary"]
     assert "largest: A/A pair baseline-equal control here" in summary
     assert "a single value is never called against another; run with --repeats 3" in summary
+
+
+def test_the_verdict_is_decided_again_from_the_run_directory_alone(tmp_path: Path) -> None:
+    _run(tmp_path)
+    run = tmp_path / "run"
+    written = {n: (run / n).read_bytes() for n in ("summary.md", "summary.txt", "verdict.json")}
+    for name in written:
+        (run / name).unlink()
+    (tmp_path / "recipe.yaml").unlink()  # nothing but the run directory
+    result = CliRunner().invoke(app, ["matrix", "verdict", str(run), "--json"])
+    assert result.exit_code == 0, result.output
+    assert codec.load(Verdict, json.loads(result.stdout)).noise["bench"].source == (
+        "repeats of arm fast"
+    )
+    assert {n: (run / n).read_bytes() for n in written} == written
+    journal = [json.loads(x) for x in (run / "run.jsonl").read_text().splitlines()]
+    assert journal[-1]["event"] == "verdict_recomputed" and journal[-1]["cells"] == 9
+
+
+def test_matrix_verdict_on_what_is_not_a_run_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["matrix", "verdict", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "no manifest.json: not a matrix run" in result.output
+    assert "Traceback" not in result.output

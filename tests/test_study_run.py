@@ -68,6 +68,7 @@ def recipe(
         "  latency: {json: latency.json, key: avg_latency, better: lower, unit: ms/tok,\n"
         "            scale: 1000, per_token: true}\n"
         "timeout: 120\n"
+        "repeats: 1\n"  # these tests are about batches, not noise
     )
     return path
 

@@ -165,3 +165,24 @@ def test_the_end_to_end_device_profile_reads_the_same_on_the_cpu(tmp_path: Path)
     assert d["wall_delta_us"] == pytest.approx(device["wall_delta_us"])
     assert d["explained"] == pytest.approx(device["explained"]) and d["explained"] >= 0.95
     assert not any(row["op"].isdigit() for row in d["ops"])  # triton_poi_fused_3 names no op
+
+
+@pytest.mark.parametrize("run", ["kv-starved", "shape"])
+def test_matrix_verdict_regenerates_the_real_runs_from_their_files(
+    run: str, tmp_path: Path
+) -> None:
+    copy = tmp_path / run
+    shutil.copytree(REAL / run, copy)
+    result = CliRunner().invoke(app, ["matrix", "verdict", str(copy), "--json"])
+    assert result.exit_code == 0, result.output
+    again = json.loads(result.stdout)
+    recorded = json.loads((REAL / run / "verdict.json").read_text())
+    assert {a["name"]: a["effect"] for a in again["arms"]} == {
+        a["name"]: a["effect"] for a in recorded["arms"]
+    }
+    if run == "kv-starved":  # pass/fail: the same words as when it ran on the H200
+        assert (copy / "summary.md").read_text() == (REAL / run / "summary.md").read_text()
+        assert again["noise"] == {}
+    else:  # one timed pass: no noise estimate, so nothing could be called
+        assert again["noise"]["builtin"]["value"] is None
+        assert "run with --repeats 3" in (copy / "summary.txt").read_text()
