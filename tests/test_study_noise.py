@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
@@ -152,3 +153,32 @@ def test_study_tables_regenerates_the_same_bytes_from_the_results_alone(tmp_path
     again = CliRunner().invoke(app, ["study", "tables", str(out)])
     assert again.exit_code == 0, again.output
     assert {n: (out / n).read_bytes() for n in names} == before
+
+
+def test_compare_judges_each_side_against_its_own_spread(tmp_path: Path) -> None:
+    path = _study(tmp_path)
+    out = tmp_path / "study"
+    for batch in ("llama-first", "llama-again"):
+        ok = CliRunner().invoke(app, ["study", str(path), "--out", str(out), "--batch", batch])
+        assert ok.exit_code == 0, ok.output
+    # Another machine's table printing the same 0.93x, with no spread of its own.
+    other = tmp_path / "other.md"
+    other.write_text(
+        "# throughput (tok/s)\n\n| model | workload | 0.25 | 0.26 |\n| --- | --- | --- | --- |\n"
+        "| llama | mixed | 10,000 | 9,340 |\n"
+    )
+    result = CliRunner().invoke(app, ["compare", str(out), str(other), "--json"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)["rows"][0]
+    assert row["a"] == round(75729 / 81031, 4) and row["b"] == 0.934
+    # 0.93x on both sides, within 1 %: an agreement under a fixed 5 % band, but the
+    # study's own measurements of 0.26 disagree by 43 %, so it did not move there.
+    assert row["a_band"] == round(2 * (89145 / 62313 - 1), 4) and row["b_band"] is None
+    assert row["agreement"] is False
+    # The study's REPORT.md carries the same spreads as the study directory.
+    again = CliRunner().invoke(
+        app, ["compare", str(out / "REPORT.md"), str(other), "--json", "--table", "throughput"]
+    )
+    assert again.exit_code == 0, again.output
+    from_md = json.loads(again.stdout)["rows"][0]
+    assert from_md["agreement"] is False and from_md["a_band"] == pytest.approx(0.86, abs=0.002)
