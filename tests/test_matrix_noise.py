@@ -171,3 +171,39 @@ def test_matrix_verdict_on_what_is_not_a_run_is_one_line(tmp_path: Path) -> None
     assert result.exit_code == 1
     assert "no manifest.json: not a matrix run" in result.output
     assert "Traceback" not in result.output
+
+
+DRIFTING = """
+import json, os, sys
+out, counter = sys.argv[1], sys.argv[2]
+n = int(open(counter).read()) if os.path.exists(counter) else 0
+open(counter, "w").write(str(n + 1))
+value = (100.0 if n < 4 else 130.0) + 0.1 * n  # a neighbour starts mid-run
+json.dump({"tokens_per_second": value}, open(os.path.join(out, "r.json"), "w"))
+"""
+
+
+def test_the_baseline_measured_between_arms_shows_the_drift(tmp_path: Path) -> None:
+    path = _recipe(tmp_path, "repeats: 2\n")
+    (tmp_path / "bench.py").write_text(textwrap.dedent(DRIFTING))
+    plan = CliRunner().invoke(
+        app, ["matrix", str(path), "--dry-run", "--json", "--baseline-between-arms"]
+    )
+    ids = [c["id"] for c in json.loads(plan.stdout)["cells"]]
+    assert ids[:4] == ["r1.baseline.bench", "r1.fast.bench", "r1.baseline~2.bench", "r1.noop.bench"]
+    assert len(ids) == 8
+    result = CliRunner().invoke(
+        app,
+        ["matrix", str(path), "--out", str(tmp_path / "run"), "--json", "--baseline-between-arms"],
+    )
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout)["verdict"]
+    assert isinstance(verdict, dict)
+    drift = verdict["drift"]["bench"]
+    # baseline runs 0, 2 (repeat 1) and 4, 6 (repeat 2): 100.0, 100.2 early; 130.4, 130.6 late
+    assert drift["early"] == pytest.approx(100.1) and drift["late"] == pytest.approx(130.5)
+    assert drift["drifted"] is True
+    assert "Baseline on bench drifted: 100.1 early, 130.5 late (1.30x" in verdict["summary"]
+    assert "- Baseline on bench drifted" in (tmp_path / "run/summary.md").read_text()
+    assert "baseline on bench drifted" in (tmp_path / "run/summary.txt").read_text()
+    assert verdict["baseline"]["bench"]["n"] == 4  # every baseline measurement counts

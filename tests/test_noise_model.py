@@ -127,3 +127,18 @@ def test_the_issues_inert_arm_is_measured_noise_and_widens_the_band() -> None:
     assert other.workloads["w"].difference_detected is False
     assert other.effect is Effect.RULED_OUT and "no difference detected" in other.detail
     assert "Noise on w: 27.3%" in thrice.summary
+
+
+def test_drift_is_early_against_late_beyond_each_halfs_spread() -> None:
+    from vllmdiag.model.noise import drift
+
+    assert drift([100.0]) is None
+    held = drift([100.0, 101.0, 99.5, 100.5, 100.2, 99.8])
+    assert held is not None and held.drifted is False and "held" in held.describe()
+    step = drift([100.0, 100.5, 99.8, 130.0, 131.0, 129.5])
+    assert step is not None and step.drifted is True and step.ratio == pytest.approx(1.3, 0.01)
+    # a steady climb over two values a half widens each half as much as it moves them
+    ramp = drift([100.0, 116.0, 132.0, 148.0])
+    assert ramp is not None and ramp.drifted is False
+    lone = drift([100.0, 130.0])
+    assert lone is not None and lone.drifted is None

@@ -86,6 +86,12 @@ def matrix(
         help="If another matrix holds this machine's lock, wait for it instead of stopping.",
     ),
     repeats: int | None = RepeatsOption,
+    baseline_between_arms: bool = typer.Option(
+        False,
+        "--baseline-between-arms",
+        help="Measure the baseline again before each arm after the first, and say whether "
+        "it drifted over the run (early against late, beyond its own spread).",
+    ),
     executor: ExecutorKind = ExecutorOption,
     address: str | None = AddressOption,
     gpus: int | None = GpusOption,
@@ -107,6 +113,8 @@ def matrix(
                 hint="--resume DIR continues that run in place; drop --out",
             )
         rec = with_repeats(load_recipe(recipe), repeats)
+        if baseline_between_arms:
+            rec = rec.model_copy(update={"baseline_between_arms": True})
         if dry_run:
             p = plan(rec)
             if as_json:

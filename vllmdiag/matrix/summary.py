@@ -58,7 +58,8 @@ def markdown(report: MatrixReport, recipe: Recipe) -> str:
 
 def noise_lines(verdict: Verdict) -> list[str]:
     """One line per workload: its noise estimate, how it was measured, from what."""
-    return [f"noise on {w}: {n.describe()}" for w, n in verdict.noise.items()]
+    out = [f"noise on {w}: {n.describe()}" for w, n in verdict.noise.items()]
+    return out + [f"baseline on {w} {d.describe()}" for w, d in verdict.drift.items()]
 
 
 def _noise_section(v: Verdict) -> list[str]:
@@ -81,7 +82,8 @@ def _noise_section(v: Verdict) -> list[str]:
             f"| {_md_cell(w)} | {n.value:.1%} | {n.method} | {n.n} | {n.groups} | "
             f"{_md_cell(n.source)} | {n.band:.1%} (floor {n.floor:.0%}) |"
         )
-    return [*out, ""]
+    out += [""] + [f"- Baseline on {_md_cell(w)} {d.describe()}." for w, d in v.drift.items()]
+    return [*out, ""] if v.drift else out
 
 
 def _md_cell(text: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from vllmdiag.model.noise import HOW_TO_MEASURE, NoiseEstimate, SpreadGroup, estimate
+from vllmdiag.model.noise import HOW_TO_MEASURE, NoiseEstimate, SpreadGroup, drift, estimate
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.verdict import (
     BASELINE,
@@ -78,9 +78,7 @@ def workload_noise(
     baseline's repeats, each arm's repeats, and each A/A pair pooled with the baseline."""
 
     def passing(column: str) -> list[CellResult]:
-        return [
-            c for c in cells.get(column, []) if c.outcome is Outcome.PASS and metric in c.metrics
-        ]
+        return _passing(cells.get(column, []), metric)
 
     base = passing(BASELINE)
     groups: list[tuple[SpreadGroup, set[str]]] = [
@@ -100,6 +98,10 @@ def workload_noise(
     found = estimate([g for g, _ in groups])
     used = set().union(*(ids for g, ids in groups if g.spread is not None))
     return replace(found, n=len(used)) if found.value is not None else found
+
+
+def _passing(cells: Sequence[CellResult], metric: str) -> list[CellResult]:
+    return [c for c in cells if c.outcome is Outcome.PASS and metric in c.metrics]
 
 
 def _values(cells: Sequence[CellResult], metric: str) -> tuple[float, ...]:
@@ -144,10 +146,24 @@ def decide_metric(
             ArmVerdict(arm.name, arm.kind, effect, detail, arm.single_variable, table[arm.name])
         )
     names = sorted({m.name for m in metrics.values()})
+    drifts = {}
+    for w, m in metrics.items():
+        # cells arrive in run order: the baseline's values, early to late
+        found = drift(_values(_passing(by.get((BASELINE, w), []), m.name), m.name))
+        if found is not None and found.n_early >= 2:
+            drifts[w] = found
     head = _summary_head(goal, table, workloads) + noise_sentences(noise, base)
+    head += [f"Baseline on {w} {d.describe()}." for w, d in drifts.items()]
     summary = " ".join(head + _effect_sentences(verdicts))
     return Verdict(
-        VerdictMode.METRIC, base, tuple(verdicts), (), summary, ", ".join(names), noise=noise
+        VerdictMode.METRIC,
+        base,
+        tuple(verdicts),
+        (),
+        summary,
+        ", ".join(names),
+        noise=noise,
+        drift=drifts,
     )
 
 

@@ -126,3 +126,43 @@ def estimate(groups: Sequence[SpreadGroup], floor: float = FLOOR) -> NoiseEstima
         sources=tuple(g.source for g in usable),
         floor=floor,
     )
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The baseline early in a run against late in it: the medians of the first and the
+    second half of its values (in run order), their ratio, and whether that ratio is
+    beyond both halves' own spread and the floor (None: a half has a single value)."""
+
+    early: float
+    late: float
+    n_early: int
+    n_late: int
+    drifted: bool | None
+
+    @property
+    def ratio(self) -> float:
+        return self.late / self.early if self.early else 1.0
+
+    def describe(self) -> str:
+        move = f"{self.early:,.4g} early, {self.late:,.4g} late ({self.ratio:.2f}x)"
+        if self.drifted:
+            return (
+                f"drifted: {move}, beyond the spread within each half: the machine changed "
+                "during the run, so a difference may be drift"
+            )
+        if self.drifted is False:
+            return f"held: {move}, inside the noise"
+        return f"{move}: too few values to judge"
+
+
+def drift(values: Sequence[float]) -> Drift | None:
+    """The drift of ``values`` (in the order they were measured); None under two."""
+    if len(values) < 2:
+        return None
+    half = len(values) // 2
+    first, second = tuple(values[:half]), tuple(values[half:])
+    early, late = statistics.median(first), statistics.median(second)
+    noise = estimate([SpreadGroup("early", first), SpreadGroup("late", second)])
+    called = noise.calls(late / early, min(len(first), len(second))) if early else None
+    return Drift(early, late, len(first), len(second), called)

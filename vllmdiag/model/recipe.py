@@ -198,6 +198,8 @@ class Recipe(Strict):
     controls: tuple[Arm, ...] = ()
     #: Loading a metric matrix without ``repeats`` gives it :data:`TIMING_REPEATS`.
     repeats: int = Field(default=1, ge=1, le=100)
+    #: Measure the baseline again before each arm after the first, to catch drift.
+    baseline_between_arms: bool = False
     timeout: float = Field(default=3600.0, gt=0)
     metrics: tuple[MetricSpec, ...] = ()
     target: str | None = None

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from vllmdiag.model.noise import NoiseEstimate
+from vllmdiag.model.noise import Drift, NoiseEstimate
 from vllmdiag.model.outcome import CellResult, Outcome
 
 BASELINE = "baseline"
@@ -103,6 +103,8 @@ class Verdict:
     partial: bool = False
     #: Metric matrices: each workload's noise estimate, measured from the run.
     noise: dict[str, NoiseEstimate] = field(default_factory=dict)
+    #: Metric matrices whose baseline was measured four times or more: early vs late.
+    drift: dict[str, Drift] = field(default_factory=dict)
 
 
 def decide(

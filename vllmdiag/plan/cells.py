@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import ConfigError, VllmdiagError
@@ -77,18 +77,26 @@ def arm_cell(
 
 
 def expand(recipe: Recipe) -> list[CellPlan]:
+    """Every cell in run order. With ``baseline_between_arms`` the baseline is measured
+    again before each arm after the first (cells ``r<repeat>.baseline~<k>.<workload>``,
+    column ``baseline``), so a drift of the machine over the run shows in the baseline."""
     columns: list[Arm | None] = [None, *recipe.arms, *recipe.controls]
-    cells = [
-        arm_cell(recipe, arm, wl, rep)
-        for rep in range(1, recipe.repeats + 1)
-        for arm in columns
-        for wl in recipe.workloads
-    ]
+    cells = []
+    for rep in range(1, recipe.repeats + 1):
+        for i, arm in enumerate(columns):
+            if recipe.baseline_between_arms and i > 1:
+                cells += [_again(arm_cell(recipe, None, wl, rep), i) for wl in recipe.workloads]
+            cells += [arm_cell(recipe, arm, wl, rep) for wl in recipe.workloads]
     ids = [c.id for c in cells]
     if len(set(ids)) != len(ids):  # the recipe refuses this at load; never overwrite a result
         clash = cell_id_clash([BASELINE, *(a.name for a in recipe.all_arms())], recipe.workloads)
         raise ConfigError(clash or "two cells share one id", where=_where(recipe))
     return cells
+
+
+def _again(cell: CellPlan, k: int) -> CellPlan:
+    """The baseline measured again (``~`` is in no arm's name, so the id is its own)."""
+    return replace(cell, id=cell_id(cell.repeat, f"{BASELINE}~{k}", cell.workload))
 
 
 def _where(recipe: Recipe) -> str | None:
