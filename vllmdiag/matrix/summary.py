@@ -35,6 +35,8 @@ def table_rows(verdict: Verdict, workloads: list[str] | tuple[str, ...]) -> list
 def _cell(s: Square | None) -> str:
     if s is None:
         return "—"
+    if s.ratio is not None and s.difference_detected is None:
+        return f"{s.label} ({s.ratio:.2f}x, not called)"
     if s.ratio is not None:
         return f"{s.label} ({s.ratio:.2f}x)"
     return s.label
