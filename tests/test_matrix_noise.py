@@ -207,3 +207,6 @@ def test_the_baseline_measured_between_arms_shows_the_drift(tmp_path: Path) -> N
     assert "- Baseline on bench drifted" in (tmp_path / "run/summary.md").read_text()
     assert "baseline on bench drifted" in (tmp_path / "run/summary.txt").read_text()
     assert verdict["baseline"]["bench"]["n"] == 4  # every baseline measurement counts
+    for extra in ([], [str(tmp_path), "--dry-run"], [str(tmp_path), "--repeats", "3"]):
+        bad = CliRunner().invoke(app, ["matrix", "verdict", *extra])
+        assert bad.exit_code == 2 and "takes one RUN_DIR" in bad.output, bad.output

@@ -37,7 +37,14 @@ class _MatrixCommand(TyperCommand):
     """``matrix RECIPE`` runs; ``matrix verdict RUN_DIR`` decides a run again."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
-        if args[:1] == [VERDICT] and len(args) > 1 and not Path(VERDICT).is_file():
+        if args[:1] == [VERDICT] and not Path(VERDICT).is_file():
+            rest = [a for a in args[1:] if a != "--json"]
+            if len(rest) != 1 or rest[0].startswith("-"):
+                raise typer.BadParameter(
+                    "'matrix verdict' takes one RUN_DIR (and --json), nothing else",
+                    ctx=ctx,
+                    param_hint="verdict RUN_DIR",
+                )
             ctx.meta[VERDICT] = True
             args = args[1:]
         return super().parse_args(ctx, args)
