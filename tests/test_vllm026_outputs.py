@@ -184,8 +184,13 @@ def test_matrix_verdict_regenerates_the_real_runs_from_their_files(
     assert {a["name"]: a["effect"] for a in again["arms"]} == {
         a["name"]: a["effect"] for a in recorded["arms"]
     }
-    if run == "kv-starved":  # pass/fail: the same words as when it ran on the H200
-        assert (copy / "summary.md").read_text() == (REAL / run / "summary.md").read_text()
+    if run == "kv-starved":  # pass/fail: the same table and verdict as when it ran on the H200
+
+        def head(path: Path) -> str:
+            text = path.read_text()
+            return text[: text.index("## Arms")]
+
+        assert head(copy / "summary.md") == head(REAL / run / "summary.md")
         assert again["noise"] == {}
     else:  # one timed pass: no noise estimate, so nothing could be called
         assert again["noise"]["builtin"]["value"] is None
