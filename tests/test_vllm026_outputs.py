@@ -169,3 +169,73 @@ def test_the_end_to_end_device_profile_reads_the_same_on_the_cpu(tmp_path: Path)
     assert d["wall_delta_us"] == pytest.approx(device["wall_delta_us"])
     assert d["explained"] == pytest.approx(device["explained"]) and d["explained"] >= 0.95
     assert not any(row["op"].isdigit() for row in d["ops"])  # triton_poi_fused_3 names no op
+
+
+@pytest.mark.parametrize("run", ["kv-starved", "shape"])
+def test_matrix_verdict_regenerates_the_real_runs_from_their_files(
+    run: str, tmp_path: Path
+) -> None:
+    copy = tmp_path / run
+    shutil.copytree(REAL / run, copy)
+    result = CliRunner().invoke(app, ["matrix", "verdict", str(copy), "--json"])
+    assert result.exit_code == 0, result.output
+    again = json.loads(result.stdout)
+    recorded = json.loads((REAL / run / "verdict.json").read_text())
+    assert {a["name"]: a["effect"] for a in again["arms"]} == {
+        a["name"]: a["effect"] for a in recorded["arms"]
+    }
+    if run == "kv-starved":  # pass/fail: the same table and verdict as when it ran on the H200
+
+        def head(path: Path) -> str:
+            text = path.read_text()
+            return text[: text.index("## Arms")]
+
+        assert head(copy / "summary.md") == head(REAL / run / "summary.md")
+        assert again["noise"] == {}
+    else:  # one timed pass: no noise estimate, so nothing could be called
+        assert again["noise"]["builtin"]["value"] is None
+        assert "run with --repeats 3" in (copy / "summary.txt").read_text()
+
+
+NOISE_MATRIX = REAL / "aa"
+TWO_RELEASES = REAL / "study"
+
+
+@pytest.mark.skipif(not NOISE_MATRIX.is_dir(), reason="kept by tests/device/test_noise_device.py")
+def test_the_real_metric_matrix_with_repeats_decides_its_noise_again(tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(NOISE_MATRIX, copy)
+    result = CliRunner().invoke(app, ["matrix", "verdict", str(copy), "--json"])
+    assert result.exit_code == 0, result.output
+    assert (copy / "verdict.json").read_bytes() == (NOISE_MATRIX / "verdict.json").read_bytes()
+    # the oracle: the inert arm pooled with the baseline is the widest same-settings group
+    by: dict[str, list[float]] = {}
+    for r in _results(copy):
+        by.setdefault(r.arm, []).append(r.metrics["tokens_per_second"])
+    pooled = by["baseline"] + by["attention-backend-env-triton"]
+    noise = json.loads(result.stdout)["noise"]["llama"]
+    assert noise["value"] == pytest.approx(max(pooled) / min(pooled) - 1) and noise["n"] == 4
+
+
+@pytest.mark.skipif(not TWO_RELEASES.is_dir(), reason="kept by tests/device/test_noise_device.py")
+def test_the_real_two_release_study_pools_both_batches_again(tmp_path: Path) -> None:
+    copy = tmp_path / "study"
+    shutil.copytree(TWO_RELEASES, copy)
+    names = ("REPORT.md", "CANONICAL.md", "tables/throughput.tsv")
+    for name in names:
+        (copy / name).unlink()
+    result = CliRunner().invoke(app, ["study", "tables", str(copy)])
+    assert result.exit_code == 0, result.output
+    assert {n: (copy / n).read_bytes() for n in names} == {
+        n: (TWO_RELEASES / n).read_bytes() for n in names
+    }
+    tsv = (copy / "tables/throughput.tsv").read_text().splitlines()
+    row = dict(zip(tsv[1].split("\t"), tsv[2].split("\t"), strict=False))
+    for leg in ("0.25", "0.26"):
+        values = [
+            load_result(json.loads(p.read_text())).metrics["throughput"]
+            for p in copy.glob(f"batches/*/cells/r1.{leg}.llama.mixed/result.json")
+        ]
+        assert len(values) == 2
+        assert row[leg] == f"{sum(values) / 2:,.0f}"  # the median of two
+        assert row[f"± {leg}"].endswith("n=2") or " n=2" in row[f"± {leg}"]

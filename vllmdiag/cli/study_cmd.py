@@ -24,7 +24,9 @@ from vllmdiag.cli.executor_opts import (
     ExecutorKind,
     ExecutorOption,
     GpusOption,
+    RepeatsOption,
     connected,
+    with_repeats,
 )
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
@@ -121,6 +123,7 @@ def run_cmd(
         False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."
     ),
     wait: bool = typer.Option(False, "--wait", help="Queue behind a job holding the node lock."),
+    repeats: int | None = RepeatsOption,
     executor: ExecutorKind = ExecutorOption,
     address: str | None = AddressOption,
     gpus: int | None = GpusOption,
@@ -130,7 +133,7 @@ def run_cmd(
     own: a study measures)."""
     console = human(as_json)
     with user_errors():
-        study = load_study(recipe)
+        study = with_repeats(load_study(recipe), repeats)
         filters = Filters(tuple(model), tuple(leg), tuple(workload))
         if dry_run:
             filters.check(study)

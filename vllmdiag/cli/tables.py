@@ -22,6 +22,7 @@ EFFECT_STYLE = {
     "control": "cyan",
     "inert": "magenta",
     "not run": "dim",
+    "not called": "yellow",
 }
 
 

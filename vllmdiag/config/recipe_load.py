@@ -14,7 +14,7 @@ from vllmdiag.config.arms_lib import ArmLibrary, load_arm_library
 from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm
-from vllmdiag.model.recipe import Recipe, check_name
+from vllmdiag.model.recipe import TIMING_REPEATS, Recipe, check_name
 from vllmdiag.paths import data_dir
 
 
@@ -53,6 +53,9 @@ def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
     ]
     data["source"] = path.resolve()
     recipe: Recipe = validate(Recipe, located, data)
+    if "repeats" not in data and recipe.is_metric_matrix:
+        # Timing is the question: one pass cannot tell a difference from noise.
+        recipe = recipe.model_copy(update={"repeats": TIMING_REPEATS})
     redact.remember(recipe_secrets(recipe))
     return recipe
 

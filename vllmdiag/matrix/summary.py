@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from vllmdiag import codec, redact
 from vllmdiag.journal import RunDir
+from vllmdiag.model.noise import HOW_TO_MEASURE
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import cuda_build
@@ -36,6 +37,8 @@ def table_rows(verdict: Verdict, workloads: list[str] | tuple[str, ...]) -> list
 def _cell(s: Square | None) -> str:
     if s is None:
         return "—"
+    if s.ratio is not None and s.difference_detected is None:
+        return f"{s.label} ({s.ratio:.2f}x, not called)"
     if s.ratio is not None:
         return f"{s.label} ({s.ratio:.2f}x)"
     return s.label
@@ -52,8 +55,39 @@ def markdown(report: MatrixReport, recipe: Recipe) -> str:
         cells = [f"**{_md_cell(c)}**" if bold and c else _md_cell(c) for c in r]
         out.append("| " + " | ".join(cells) + " |")
     out += ["", f"**Verdict.** {v.summary}", ""]
+    out += _noise_section(v)
     out += _details(report, recipe)
     return "\n".join(out) + "\n"
+
+
+def noise_lines(verdict: Verdict) -> list[str]:
+    """One line per workload: its noise estimate, how it was measured, from what."""
+    out = [f"noise on {w}: {n.describe()}" for w, n in verdict.noise.items()]
+    return out + [f"baseline on {w} {d.describe()}" for w, d in verdict.drift.items()]
+
+
+def _noise_section(v: Verdict) -> list[str]:
+    if not v.noise:
+        return []
+    out = [
+        "## Noise (measured from this run)",
+        "",
+        "| workload | noise | method | n | groups | largest from | band |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for w, n in v.noise.items():
+        if n.value is None or n.band is None:
+            out.append(
+                f"| {_md_cell(w)} | unknown | {n.method} | 0 | 0 | no two values under the "
+                f"same settings | none: nothing called (run with `{HOW_TO_MEASURE}`) |"
+            )
+            continue
+        out.append(
+            f"| {_md_cell(w)} | {n.value:.1%} | {n.method} | {n.n} | {n.groups} | "
+            f"{_md_cell(n.source)} | {n.band:.1%} (floor {n.floor:.0%}) |"
+        )
+    out += [""] + [f"- Baseline on {_md_cell(w)} {d.describe()}." for w, d in v.drift.items()]
+    return [*out, ""] if v.drift else out
 
 
 def _md_cell(text: str) -> str:
@@ -130,6 +164,8 @@ def text(report: MatrixReport) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines += ["", report.verdict.summary]
+    if report.verdict.noise:
+        lines += ["", *noise_lines(report.verdict)]
     return "\n".join(lines) + "\n"
 
 

@@ -181,6 +181,11 @@ class Baseline(Strict):
     _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
 
 
+#: Repeats of a metric matrix or a study whose recipe does not say: enough to measure
+#: the run's own noise (see :mod:`vllmdiag.model.noise`).
+TIMING_REPEATS = 3
+
+
 class Recipe(Strict):
     """A validated recipe; arms are resolved against the library at load time."""
 
@@ -191,7 +196,10 @@ class Recipe(Strict):
     workloads: dict[str, WorkloadConfig]
     arms: tuple[Arm, ...] = ()
     controls: tuple[Arm, ...] = ()
+    #: Loading a metric matrix without ``repeats`` gives it :data:`TIMING_REPEATS`.
     repeats: int = Field(default=1, ge=1, le=100)
+    #: Measure the baseline again before each arm after the first, to catch drift.
+    baseline_between_arms: bool = False
     timeout: float = Field(default=3600.0, gt=0)
     metrics: tuple[MetricSpec, ...] = ()
     target: str | None = None
