@@ -20,12 +20,13 @@ from vllmdiag.cli.executor_opts import (
     connected,
 )
 from vllmdiag.cli.live import LiveView
-from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells, verdict_table
 from vllmdiag.config import load_recipe
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.plan import MatrixPlan, plan
+from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.proc import Interrupted
 
 
@@ -78,6 +79,8 @@ def matrix(
                 hint="--resume DIR continues that run in place; drop --out",
             )
         rec = load_recipe(recipe)
+        if not dry_run:
+            warn_lines(console, recipe_warnings(rec))
         if dry_run:
             p = plan(rec)
             if as_json:
@@ -135,6 +138,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
         )
     console.print(legs)
     print_cells(console, p.cells)
+    warn_lines(console, p.warnings)
 
 
 def _print_report(console: Console, report: MatrixReport) -> None:

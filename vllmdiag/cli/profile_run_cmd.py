@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from vllmdiag.cli import profile_render as show
-from vllmdiag.cli.output import JsonOption, human, user_errors
+from vllmdiag.cli.output import JsonOption, human, user_errors, warn_lines
 from vllmdiag.cli.profile_cmd import (
     CaptureOpt,
     RunsRootOpt,
@@ -25,6 +25,7 @@ from vllmdiag.cli.profile_cmd import (
 )
 from vllmdiag.config import load_recipe
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.profile.capture import CaptureSettings, backend
 
 if TYPE_CHECKING:
@@ -82,8 +83,10 @@ def run_cmd(
                 "--resume and --out both name a run directory",
                 hint="--resume DIR continues that run in place; drop --out",
             )
+        rec = load_recipe(recipe)
+        warn_lines(human(as_json), recipe_warnings(rec))
         req = ProfileRequest(
-            recipe=load_recipe(recipe),
+            recipe=rec,
             legs=_split(legs),
             arms=_split(arms),
             leg=on_leg,

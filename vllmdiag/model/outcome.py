@@ -87,5 +87,7 @@ class CellResult:
     log: str = ""
     #: What vllmdiag could not read about the cell (a reader that broke on its log).
     notes: tuple[str, ...] = ()
+    #: What makes its figures weak though it ran as asked (a timed region too short).
+    warnings: tuple[str, ...] = ()
     #: The node that ran it, in a run across nodes ("" on this machine alone).
     node: str = ""
