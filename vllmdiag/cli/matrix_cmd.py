@@ -149,6 +149,7 @@ def _print_report(console: Console, report: MatrixReport) -> None:
     verdict = Text("\nVerdict. ", style="bold")
     verdict.append(report.verdict.summary, style="")
     console.print(verdict)
+    warn_lines(console, (f"{r.id}: {w}" for r in report.cells for w in r.warnings))
     console.print(plain(f"summary: {report.run_dir / 'summary.md'}"))
     if report.interrupted:
         again = shlex.join(

@@ -195,8 +195,8 @@ def _dataset_bench(kind: str, opts: dict[str, str], dialect: BenchDialect) -> Be
     if kind == THROUGHPUT and dataset == "random-mm" and backend != "vllm-chat":
         problems.append(
             f"--dataset-name random-mm with --backend {backend}: vllm bench throughput "
-            "0.18-0.26 builds its prompts as chat messages that only --backend vllm-chat "
-            "takes (it stops on an AssertionError otherwise); give --backend vllm-chat"
+            "0.18-0.26 builds random-mm prompts as chat messages that only --backend "
+            "vllm-chat takes (--backend vllm stops on them); give --backend vllm-chat"
         )
     given_n, n = _int(opts, "--num-prompts")
     num_prompts = n if given_n else DEFAULT_PROMPTS
