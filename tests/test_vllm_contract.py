@@ -1,6 +1,7 @@
 """What vllmdiag assumes about vLLM, checked against the real vLLM 0.18 / 0.26 / 0.29
 wheels on the package index (0.25 too for the ``vllm bench`` command reader). Only the
-few source files needed are read, by HTTP range requests; no wheel is downloaded whole and vLLM is never imported (it needs a GPU)."""
+few source files needed are read, by HTTP range requests; no wheel is downloaded whole
+and vLLM is never imported (it needs a GPU)."""
 
 from __future__ import annotations
 
