@@ -154,4 +154,4 @@ def sentence(row: StepBand, names: tuple[str, str]) -> str:
 
     what = row.measure if row.kind in (ALL, phases.STEP) else f"{row.kind} {row.measure}"
     return (f"Median {what}: {names[0]} {side(row.a)}, {names[1]} {side(row.b)}: "
-            f"{row.call.value} ({row.detail}).")  # fmt: skip
+            f"{row.call.value}, {row.detail}.")  # fmt: skip
