@@ -238,3 +238,25 @@ def test_a_command_that_asks_right_passes_and_a_short_timed_region_is_said(
                         "--elapsed 12.5")  # fmt: skip
     long = run_matrix(load_recipe(long_path), MatrixOptions(out=tmp_path / "long-run"))
     assert long.cells[0].outcome is Outcome.PASS and long.cells[0].warnings == ()
+
+
+def test_a_serve_run_is_read_from_its_result_block(tmp_path: Path) -> None:
+    """``vllm bench serve`` prints its totals as ``"{:<40} {:<10}"`` rows (0.18-0.29):
+    the shape and the timed region come from them."""
+    log = tmp_path / "log.txt"
+    rows = [("Successful requests:", 200), ("Benchmark duration (s):", "3.21"),
+            ("Total input tokens:", 200 * 256), ("Total generated tokens:", 200 * 128)]  # fmt: skip
+    log.write_text("============ Serving Benchmark Result ============\n"
+                   + "".join("{:<40} {:<10}\n".format(k, v) for k, v in rows))  # fmt: skip
+    argv = shlex.split("vllm bench serve --model m --random-input-len 256 --output-len 64 "
+                       "--num-prompts 200")  # fmt: skip
+    wl = WorkloadConfig(command=tuple(argv))
+    got = wlmod.serve_shape(log)
+    assert got == WorkloadShape(200, 200 * 256, 200 * 128)
+    asked = wlmod.asked_shape(wl, argv)
+    assert asked == ShapeAsked(200, 256, 64)
+    assert "25,600 output tokens (128 per prompt) where 64 per prompt" in (
+        shape_problem(asked, got) or ""
+    )
+    assert wlmod.timed_region(wl, argv, tmp_path, log) == 3.21
+    assert wlmod.bench_json(wl, argv, tmp_path) is None  # serve writes no throughput JSON
