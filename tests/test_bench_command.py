@@ -247,7 +247,7 @@ def test_a_serve_run_is_read_from_its_result_block(tmp_path: Path) -> None:
     rows = [("Successful requests:", 200), ("Benchmark duration (s):", "3.21"),
             ("Total input tokens:", 200 * 256), ("Total generated tokens:", 200 * 128)]  # fmt: skip
     log.write_text("============ Serving Benchmark Result ============\n"
-                   + "".join("{:<40} {:<10}\n".format(k, v) for k, v in rows))  # fmt: skip
+                   + "".join(f"{k:<40} {v:<10}\n" for k, v in rows))  # fmt: skip
     argv = shlex.split("vllm bench serve --model m --random-input-len 256 --output-len 64 "
                        "--num-prompts 200")  # fmt: skip
     wl = WorkloadConfig(command=tuple(argv))
