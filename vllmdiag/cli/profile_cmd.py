@@ -20,8 +20,9 @@ from typer.core import TyperGroup
 
 from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.proc import Interrupted
 from vllmdiag.profile import job
 from vllmdiag.profile.capture import CaptureSettings, backend
@@ -213,6 +214,9 @@ def capture_cmd(
         if out is not None:
             _new_out(out)
         backends = tuple(backend(c) for c in capture)
+        if command:
+            said = benchmod.parse(shlex.split(command))
+            warn_lines(human(as_json), (f"--command: {p}" for p in (said.problems if said else ())))
         targets = targets_from_paths(leg)
         w = Workload(
             script=script.resolve() if script else None,
