@@ -260,3 +260,34 @@ def test_a_serve_run_is_read_from_its_result_block(tmp_path: Path) -> None:
     )
     assert wlmod.timed_region(wl, argv, tmp_path, log) == 3.21
     assert wlmod.bench_json(wl, argv, tmp_path) is None  # serve writes no throughput JSON
+
+
+def test_a_study_warns_at_load_and_in_its_dry_run(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from vllmdiag.cli.app import app
+    from vllmdiag.study import load_study
+    from vllmdiag.study.dry_run import bench_warnings
+
+    path = tmp_path / "study.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: s
+        legs:
+          "0.26": {{path: {sys.executable}}}
+        models:
+          alpha: {{model: org/alpha, tp: 1}}
+        workloads:
+          mm:
+            command: >-
+              vllm bench throughput --model {{model}} --dataset-name random-mm
+              --output-len 512 --output-json {{out_dir}}/t.json {{flags}}
+            metrics: [tput]
+        metrics:
+          tput: {{json: t.json, key: tokens_per_second}}
+        """))  # fmt: skip
+    found = bench_warnings(load_study(path))
+    assert len(found) == 2 and all(w.endswith("(model alpha)") for w in found)
+    assert "sends no images" in found[0] and "--output-len 512 is ignored" in found[1]
+    res = CliRunner().invoke(app, ["study", str(path), "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["warnings"] == list(found)
