@@ -126,6 +126,8 @@ def test_spellings_forms_and_the_other_benchmarks() -> None:
     serve = bench.parse(shlex.split("vllm bench serve --random-input-len 50 --input-len 70"))
     assert serve is not None and serve.dataset == "random" and serve.input_len == 70
     assert "--random-input-len 50 is ignored" in serve.problems[0]
+    path = bench.parse(shlex.split("vllm bench serve --dataset-name random-mm --dataset-path x"))
+    assert path is not None and "drop --dataset-path" in path.problems[0]
     # latency has no dataset; its defaults
     lat = bench.parse(shlex.split("vllm bench latency --random-output-len 9"))
     assert lat is not None and (lat.batch_size, lat.input_len, lat.output_len) == (8, 32, 128)

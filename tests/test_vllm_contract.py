@@ -206,5 +206,7 @@ def test_latency_and_serve_flags_as_the_command_reader_reads_them(version: str) 
     for line in ("Successful requests:", "Total input tokens:", "Total generated tokens:",
                  "Benchmark duration (s):"):  # fmt: skip
         assert f'"{line}"' in serve, line
+    refuses = 'in ["random", "random-mm", "random-rerank", "prefix_repetition"]' in serve
+    assert refuses == (Version(version) >= Version("0.25")), version  # --dataset-path
     cli = source(version, "vllm/entrypoints/cli/main.py")
     assert 'if __name__ == "__main__":' in cli  # python -m vllm.entrypoints.cli.main bench

@@ -12,7 +12,8 @@ pinned by ``tests/test_vllm_contract.py``):
   ``--random-output-len``, whose defaults (1024 / 128) win over ``--input-len`` /
   ``--output-len``. ``--num-prompts`` defaults to 1000.
 - ``bench serve``: ``--dataset-name`` defaults to ``random``; ``--input-len`` /
-  ``--output-len`` overwrite the dataset's own length flags (the other way round).
+  ``--output-len`` overwrite the dataset's own length flags (the other way round); from
+  0.25 a random dataset with ``--dataset-path`` is refused (0.18 took it).
 - ``bench latency``: ``--input-len`` 32, ``--output-len`` 128, ``--batch-size`` 8; it
   has no dataset and prints no token totals.
 
@@ -191,6 +192,11 @@ def _dataset_bench(kind: str, opts: dict[str, str], dialect: BenchDialect) -> Be
                 "give --dataset-path (any value: the random datasets read no file)"
             )
         dataset = "random"
+    if kind == SERVE and has_path and dataset in RANDOM_FAMILY:
+        problems.append(
+            f"--dataset-path with --dataset-name {dataset}: vllm bench serve 0.25-0.29 "
+            "stops on it ('Cannot use ... dataset with --dataset-path'); drop --dataset-path"
+        )
     backend = opts.get("--backend") or "vllm"
     if kind == THROUGHPUT and dataset == "random-mm" and backend != "vllm-chat":
         problems.append(
