@@ -39,7 +39,7 @@ def test_flashinfer_cutlass_moe_hang_is_dumped_and_named(
                 path: {vllm_python}
             baseline:
               leg: v026
-              env: {{VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1"}}
+              env: {{VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1", VLLM_USE_FLASHINFER_SAMPLER: "0"}}
               flags: [--moe-backend flashinfer_cutlass, --max-model-len 2048]
             workload:
               builtin: vllm-throughput
