@@ -23,13 +23,14 @@ from vllmdiag.cli.executor_opts import (
     with_repeats,
 )
 from vllmdiag.cli.live import LiveView
-from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells, verdict_table
 from vllmdiag.config import load_recipe
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.matrix.rejudge import rejudge
 from vllmdiag.plan import MatrixPlan, plan
+from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.proc import Interrupted
 
 
@@ -122,6 +123,8 @@ def matrix(
         rec = with_repeats(load_recipe(recipe), repeats)
         if baseline_between_arms:
             rec = rec.model_copy(update={"baseline_between_arms": True})
+        if not dry_run:
+            warn_lines(console, recipe_warnings(rec))
         if dry_run:
             p = plan(rec)
             if as_json:
@@ -187,6 +190,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
         )
     console.print(legs)
     print_cells(console, p.cells)
+    warn_lines(console, p.warnings)
 
 
 def _print_report(console: Console, report: MatrixReport) -> None:
@@ -197,6 +201,7 @@ def _print_report(console: Console, report: MatrixReport) -> None:
     verdict = Text("\nVerdict. ", style="bold")
     verdict.append(report.verdict.summary, style="")
     console.print(verdict)
+    warn_lines(console, (f"{r.id}: {w}" for r in report.cells for w in r.warnings))
     console.print(plain(f"summary: {report.run_dir / 'summary.md'}"))
     if report.interrupted:
         again = shlex.join(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -86,6 +86,12 @@ def plain(value: object, style: str = "") -> Text:
 def human(as_json: bool) -> Console:
     """The console for human-readable output: stderr in ``--json`` mode."""
     return stderr if as_json else stdout
+
+
+def warn_lines(console: Console, lines: Iterable[str]) -> None:
+    """Warnings, one a line (text from recipes and logs: never markup)."""
+    for line in lines:
+        console.print(Text("warning: ", style="yellow").append(line), highlight=False)
 
 
 def emit_json(obj: Any) -> None:

@@ -29,7 +29,7 @@ from vllmdiag.cli.executor_opts import (
     with_repeats,
 )
 from vllmdiag.cli.live import LiveView
-from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.proc import Interrupted
@@ -48,6 +48,7 @@ from vllmdiag.study import (
     run_study,
     study_plan,
 )
+from vllmdiag.study.dry_run import bench_warnings
 from vllmdiag.study.render import coverage_grid, metric_grid
 
 
@@ -143,6 +144,7 @@ def run_cmd(
                 return
             _print_plan(console, p)
             return
+        warn_lines(console, bench_warnings(study, filters))
         opts = StudyOptions(
             out=out,
             runs_root=runs_root,
@@ -252,6 +254,7 @@ def _print_plan(console: Console, p: StudyPlan) -> None:
         line.append(f"  {' '.join(leg.requirements) or leg.existing or ''}", style="dim")
         console.print(line, soft_wrap=True, highlight=False)
     print_cells(console, p.cells)
+    warn_lines(console, p.warnings)
 
 
 def register(app: typer.Typer) -> None:

@@ -128,6 +128,10 @@ def _details(report: MatrixReport, recipe: Recipe) -> list[str]:
     if errors:
         out += ["", "## Errors (no result a verdict can use: see each reason)", ""]
         out += [f"- `{r.id}`: {r.reason.splitlines()[0] if r.reason else ''}" for r in errors]
+    warned = [r for r in report.cells if r.warnings]
+    if warned:
+        out += ["", "## Warnings (figures that ran as asked but are weak evidence)", ""]
+        out += [f"- `{r.id}`: {w}" for r in warned for w in r.warnings]
     out += [
         "",
         "## Legs",

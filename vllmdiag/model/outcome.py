@@ -95,6 +95,8 @@ class CellResult:
     log: str = ""
     #: What vllmdiag could not read about the cell (a reader that broke on its log).
     notes: tuple[str, ...] = ()
+    #: What makes its figures weak though it ran as asked (a timed region too short).
+    warnings: tuple[str, ...] = ()
     #: The node that ran it, in a run across nodes ("" on this machine alone).
     node: str = ""
     #: Where a cell killed at its timeout hung (its processes' stacks, its log's silence).

@@ -172,6 +172,14 @@ class WorkloadConfig(Strict):
         return self
 
 
+class ProfileWindow(Strict):
+    """``vllmdiag profile``'s capture window: steps run before it (not captured) and
+    steps captured; unset: the tool's defaults. ``--warmup`` / ``--steps`` win."""
+
+    warmup: int | None = Field(default=None, ge=0, le=100_000)
+    steps: int | None = Field(default=None, ge=1, le=100_000)
+
+
 class Baseline(Strict):
     leg: str
     env: dict[str, str] = Field(default_factory=dict)
@@ -205,6 +213,8 @@ class Recipe(Strict):
     target: str | None = None
     #: GPUs each cell takes where its workload does not say (see WorkloadConfig.gpus).
     gpus: int | None = Field(default=None, ge=0, le=4096)
+    #: The capture window of ``vllmdiag profile`` on this recipe.
+    profile: ProfileWindow | None = None
     source: Path | None = None
 
     @field_validator("legs", "workloads")

@@ -149,8 +149,8 @@ class Workload:
     script: Path | None = None
     script_args: tuple[str, ...] = ()
     argv: tuple[str, ...] = ()
-    warmup: int = 3
-    steps: int = 10
+    warmup: int = CaptureSettings.warmup
+    steps: int = CaptureSettings.steps
     env: Mapping[str, str] = field(default_factory=dict)
 
     @property

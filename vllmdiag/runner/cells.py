@@ -352,7 +352,7 @@ class _Run:
         if done.interrupted:
             relay(CellInterrupted(cell.id, done.elapsed_s))
             return Finished(None)
-        result = judge.judge(cell, done, c.key, c.env, c.argv, task.log)
+        result = judge.judge(cell, done, c.key, c.env, c.argv, task.log, c.dialect)
         return Finished(self._on(node, result))
 
     def _on(self, node: NodeLegs, result: CellResult) -> CellResult:

@@ -12,6 +12,7 @@ from vllmdiag.envs.cache import Env
 from vllmdiag.journal import RunDir
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.plan import cells as planmod
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.runner.legs import NodeLegs
@@ -28,6 +29,7 @@ class CellOnNode:
     argv: list[str]
     key: str
     out_dir: Path
+    dialect: wlmod.BenchDialect = wlmod.CURRENT
 
 
 def on_node(
@@ -40,7 +42,7 @@ def on_node(
     wl = recipe.workloads[cell.workload]
     dialect = (
         node.node.dialect(env, cell.env.get("PYTHONPATH", ""))
-        if wl.builtin is not None
+        if wl.builtin is not None or benchmod.bench_kind(wlmod.template(wl)) is not None
         else wlmod.CURRENT
     )
     argv = wlmod.render(
@@ -53,7 +55,7 @@ def on_node(
         dialect=dialect,
     )
     key = planmod.reuse_key(cell, env.lock_hash, argv, cell.workload)
-    return CellOnNode(cell, node, env, argv, key, out_dir)
+    return CellOnNode(cell, node, env, argv, key, out_dir, dialect)
 
 
 def child_environ(c: CellOnNode, placement: Placement, run_id: str) -> dict[str, str]:
