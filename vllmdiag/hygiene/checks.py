@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -182,3 +182,32 @@ def known_vars(probe: Mapping[str, Any]) -> list[Finding]:
             )
         ]
     return [Finding(OK, "env-vars", f"this vLLM knows {len(known)} environment variables")]
+
+
+def leftover_cells(pids: Sequence[tuple[int, str]], lock_holder: str | None) -> list[Finding]:
+    """Tagged cell processes of this node (pid, cell) while no job holds the node lock are
+    an earlier, killed run's leftovers (an engine among them holds GPU memory); while a job
+    holds it they are that job's cells."""
+    if not pids:
+        return [Finding(OK, "leftover-cells", "no vllmdiag cell process left running")]
+    listed = ", ".join(f"pid {pid} (cell {cell})" for pid, cell in pids[:12])
+    more = f" and {len(pids) - 12} more" if len(pids) > 12 else ""
+    if lock_holder is not None:
+        return [
+            Finding(
+                WARNING,
+                "leftover-cells",
+                f"a vllmdiag job (pid {lock_holder}) holds the node lock; its cells run as "
+                f"{len(pids)} process(es): {listed}{more}",
+                hint="its numbers and yours would mix: wait for it to finish",
+            )
+        ]
+    return [
+        Finding(
+            CONTAMINATED,
+            "leftover-cells",
+            f"{len(pids)} process(es) an earlier, killed vllmdiag run left running: {listed}{more}",
+            hint="the next matrix (or any job that takes the node lock) ends them; or end "
+            "them now: kill " + " ".join(str(pid) for pid, _ in pids),
+        )
+    ]
