@@ -41,6 +41,9 @@ SCHEMA = 2
 #: Journals this vllmdiag reads and resumes (1: results with hand-written keys).
 READABLE = (1, 2)
 EVENTS = "run.jsonl"
+#: Digests of the values the run knew to be secret (never the values: see
+#: :func:`vllmdiag.redact.digests`), so that whatever reads the run back masks them.
+SECRET_DIGESTS = "secrets.sha256"
 #: Below this much free space a cell's log may have been cut short: its outcome is not
 #: recorded (a full disk is the tool's problem, never the cell's verdict).
 MIN_FREE_BYTES = 1024 * 1024
@@ -53,6 +56,20 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def learn_secrets_near(path: Path, depth: int = 4) -> None:
+    """Mask what the run holding ``path`` (a cell's log, a run directory) knew to be
+    secret, in everything shown of it: the nearest folder at or above it, ``depth``
+    levels up at most, that keeps :data:`SECRET_DIGESTS`."""
+    here = path if path.is_dir() else path.parent
+    for folder in [here, *here.parents][: depth + 1]:
+        try:
+            lines = (folder / SECRET_DIGESTS).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        redact.learn_digests(lines[:10_000])
+        return
+
+
 class RunDir:
     """``command``: the vllmdiag command that runs (and resumes) this kind of run, for the
     hints a stopped run prints."""
@@ -63,6 +80,29 @@ class RunDir:
         self._warn = warn
         self.command = command
         self.source: str | None = None  # the recipe, for the resume hint
+        self._learn_secrets()
+
+    def _learn_secrets(self) -> None:
+        """Mask what this run knew to be secret in everything read back from it (logs
+        echo their argv and environment)."""
+        try:
+            lines = (self.path / SECRET_DIGESTS).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return
+        redact.learn_digests(lines[:10_000])
+
+    def keep_secret_digests(self) -> None:
+        """Write (merged with those of earlier starts) the digests of every value this
+        process knows to be secret."""
+        file = self.path / SECRET_DIGESTS
+        try:
+            earlier = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            earlier = []
+        lines = sorted({*earlier, *redact.digests()})
+        if lines != sorted(earlier):
+            with self._writing(file, f"write {SECRET_DIGESTS}"):
+                atomic.write_text(file, "\n".join(lines) + "\n")
 
     def warn(self, text: str) -> None:
         self.warnings.append(text)

@@ -19,7 +19,13 @@ Secrets (for everything vllmdiag writes or prints):
   an ``env``/``environ`` key through :func:`env`, and UPPER_CASE keys that look secret.
 - :func:`url_secrets` — the credentials written in a URL (to :func:`remember` them).
 - :func:`remember` — register values to mask wherever they appear (a recipe's secret
-  env values and index passwords; the loader does this).
+  env values, index passwords and the values of its secret-looking flags; the loader
+  does this). :func:`flag_secrets` finds the values of secret-looking flags in a command
+  line (``--api-key sk-…``, ``--token=…``) and of secret-looking ``NAME=value`` words.
+- :func:`digests` / :func:`learn_digests` — what a run knew to be secret, kept in its run
+  directory only as SHA-256 digests of each value (never the value), so a
+  later process that reads the run back (``triage`` of a cell log, ``report``) masks the
+  same values where they reappear in logs: a word of text whose digest is known is masked.
 
 What is masked is only what vllmdiag writes or prints: children still get the real
 values.
@@ -41,6 +47,7 @@ value they mask, by kind (:data:`SECRET`, :data:`URL_CREDENTIAL`, :data:`HOME_PA
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import re
 import socket
@@ -95,9 +102,16 @@ _QUERY = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.-]+)=(?P<value>[^&#\s\"'
 _ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s\"',;=][^\s\"',;]*)")
 _BEARER = re.compile(r"(?i)\b(?P<kind>bearer)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
 _MIN_KNOWN = 8  # shorter "secrets" ("1", "true") would mask half a report
+# A value that is code or a placeholder, not a secret: ``token={os.environ.get(...)}``,
+# ``$HF_TOKEN``, ``KEY=VALUE`` in a usage line. Masking it would break what it belongs to.
+_NOT_A_VALUE = re.compile(r"^(?:[{$(%<\[`]|[A-Z][A-Z_]*$)|[(){}]")
+# The words of a text a digest is checked against (a secret is one such word).
+_WORD = re.compile(r"[^\s\"'`,;=(){}\[\]<>|]+")
 _PLAIN_USERS = frozenset({"git", "hg", "anonymous"})
 
 _remembered: set[str] = set()
+#: Digests of secret values (by length), learnt from run directories read back.
+_digests: dict[int, set[str]] = {}
 
 
 def is_secret_name(name: str) -> bool:
@@ -114,6 +128,51 @@ def remember(values: Iterable[str]) -> None:
 
 def forget_all() -> None:
     _remembered.clear()
+    _digests.clear()
+
+
+def flag_secrets(tokens: Sequence[str]) -> list[str]:
+    """The values of secret-looking flags (``--api-key X``, ``--hf-token=X``) and of
+    secret-looking ``NAME=value`` words in a command line (each token may hold several
+    words: a recipe's command string)."""
+    words = [w for t in tokens for w in str(t).split()]
+    out = []
+    for i, word in enumerate(words):
+        if word.startswith("-") and is_secret_name(word.lstrip("-").partition("=")[0]):
+            _name, eq, value = word.partition("=")
+            if eq:
+                out.append(value)
+            elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+                out.append(words[i + 1])
+            continue
+        m = _ASSIGN.fullmatch(word)
+        if m and is_secret_name(m.group("name")):
+            out.append(m.group("value"))
+    return [v.strip("\"'") for v in out if v.strip("\"'") and not _NOT_A_VALUE.search(v)]
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def digests(values: Iterable[str] | None = None) -> list[str]:
+    """``LENGTH:SHA256`` of each secret value (default: every value this process knows)."""
+    chosen = _known() if values is None else values
+    return sorted({f"{len(v)}:{_digest(v)}" for v in chosen if len(v) >= _MIN_KNOWN})
+
+
+def learn_digests(lines: Iterable[str]) -> None:
+    """Mask, from now on, every word of text whose digest is one of ``lines``."""
+    for line in lines:
+        size, sep, hexdigest = line.strip().partition(":")
+        if sep and size.isdigit() and len(hexdigest) == 64:
+            _digests.setdefault(int(size), set()).add(hexdigest.lower())
+
+
+def _digest_sub(m: re.Match[str]) -> str:
+    word = m.group(0)
+    known = _digests.get(len(word))
+    return MASK if known and _digest(word) in known else word
 
 
 def url_secrets(value: str) -> list[str]:
@@ -165,7 +224,8 @@ def _query_sub(m: re.Match[str]) -> str:
 
 
 def _assign_sub(m: re.Match[str]) -> str:
-    if is_secret_name(m.group("name")) and m.group("value") != MASK:
+    value = m.group("value")
+    if is_secret_name(m.group("name")) and value != MASK and not _NOT_A_VALUE.search(value):
         return f"{m.group('name')}={MASK}"
     return m.group(0)
 
@@ -181,6 +241,8 @@ def text(value: str, *, known: Sequence[str] | None = None, tally: Tally | None 
             if tally is not None:
                 tally[SECRET] += out.count(secret)
             out = out.replace(secret, MASK)
+    if _digests:
+        out = _WORD.sub(_counting(_digest_sub, tally, SECRET), out)
     return out
 
 

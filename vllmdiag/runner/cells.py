@@ -147,6 +147,7 @@ class _Run:
                 command=options.command,
             )
         self.run_id = run_id_of(self.run) if options.resume else uuid.uuid4().hex[:16]
+        self.run.keep_secret_digests()
         self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
         self.nodes: list[NodeLegs] = []
