@@ -105,3 +105,10 @@ def test_masking_values_never_the_code_around_them() -> None:
     assert redact.flag_secrets(["--api-key", "k-12345678", "--max-num-batched-tokens", "8"]) == [
         "k-12345678"
     ]
+
+
+def test_a_usage_line_holding_no_secret_is_not_masked(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["doctor", str(tmp_path), "--env", "NOEQUALS"])
+    assert result.exit_code == 1
+    assert "--env takes KEY=VALUE, not 'NOEQUALS'" in result.output, result.output
+    assert "***" not in result.output

@@ -338,15 +338,29 @@ def _who() -> tuple[str, str]:
     return user, socket.gethostname()
 
 
+# A Windows profile folder (``C:\\Users\\alice``, also with doubled or forward slashes): the
+# user's name whoever the user is (logs come from other machines too).
+_WINDOWS_HOME = re.compile(
+    r"(?i)(?P<root>\b[A-Z]:(?:\\{1,2}|/)Users(?:\\{1,2}|/))"
+    r"(?!(?:Public|Default|All Users)\b)(?P<name>[^\\/\s\"'<>:|*?]+)"
+)
+
+
 def identity(value: str, *, tally: Tally | None = None) -> str:
     user, host = _who()
     out = value
-    if host and host not in ("localhost", "") and len(host) >= 3:
-        out = _sub_count(rf"\b{re.escape(host)}\b", "<host>", out, tally, HOST_NAME)
+    names = {host, host.partition(".")[0]} if host else set()
+    for name in sorted(names, key=len, reverse=True):  # the full name first, then its first label
+        if name not in ("localhost", "") and len(name) >= 2:
+            pattern = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+            out = _sub_count(pattern, "<host>", out, tally, HOST_NAME)
     if user:
         u = re.escape(user)
         out = _sub_count(rf"(/home/|/Users/){u}\b", r"\1<user>", out, tally, USER_NAME)
         out = _sub_count(rf"(?<![\w.-]){u}@", "<user>@", out, tally, USER_NAME)
+    out, n = _WINDOWS_HOME.subn(lambda m: m.group("root") + "<user>", out)
+    if tally is not None:
+        tally[USER_NAME] += n
     return out
 
 
