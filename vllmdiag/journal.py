@@ -36,6 +36,7 @@ from vllmdiag import atomic, codec, redact
 from vllmdiag.errors import RunDirError, VllmdiagError
 from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.outcome import CauseSummary, CellResult
+from vllmdiag.printable import printable
 
 SCHEMA = 2
 #: Journals this vllmdiag reads and resumes (1: results with hand-written keys).
@@ -270,7 +271,7 @@ class RunDir:
     def write_text(self, name: str, text: str) -> None:
         file = self.path / name
         with self._writing(file, f"write {name}"):
-            atomic.write_text(file, redact.text(text))
+            atomic.write_text(file, printable(redact.text(text)))
 
     def _probe_writable(self) -> None:
         with self._writing(self.path, "write in the run directory"):
