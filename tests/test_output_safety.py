@@ -90,3 +90,11 @@ def test_terminal_escapes_are_shown_as_escapes(tmp_path: Path) -> None:
     triage = RUNNER.invoke(app, ["triage", str(run / "cells" / "r1.baseline.w" / "log.txt")])
     assert triage.exit_code == 0 and "\x1b" not in triage.output
     assert "RuntimeError: boom" in triage.output
+
+
+def test_the_live_status_line_shows_a_logs_escapes_as_escapes(tmp_path: Path) -> None:
+    from vllmdiag.cli.live import last_line
+
+    log = tmp_path / "log.txt"
+    log.write_text("loading\n\x1b]0;pwned\x07\x1b[2J weights 3/4\n")
+    assert last_line(log) == "\\x1b]0;pwned\\x07\\x1b[2J weights 3/4"

@@ -1,5 +1,6 @@
 """A report drafted from an interrupted run claims no more than ran: arms that never ran
-are named as not run, and compound arms are never called single-variable changes."""
+are named as not run, and compound arms are never called single-variable changes; the
+paths it names are relative to the recipe or the run."""
 
 from __future__ import annotations
 
@@ -70,3 +71,6 @@ def test_a_report_of_an_interrupted_run_of_compound_arms_says_what_ran(tmp_path:
     )
     assert "compound arm: not a single-variable result" in report
     assert "Not run (the run was interrupted): `slow1`, `slow2`" in report
+    # a report for sharing names paths relative to the recipe or the run, not where they lay
+    assert str(tmp_path) not in report, report
+    assert 'File "w.py", line 7' in report

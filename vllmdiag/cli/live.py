@@ -15,6 +15,7 @@ from rich.text import Text
 
 from vllmdiag.envs.cache import EnvEvent, EnvState
 from vllmdiag.events import Note
+from vllmdiag.printable import printable
 from vllmdiag.runner.events import (
     CellFinished,
     CellReused,
@@ -42,7 +43,7 @@ def last_line(log: Path, limit: int = 4096) -> str:
             lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    return lines[-1][:160] if lines else ""
+    return printable(lines[-1][:160]) if lines else ""  # shown live, beside the render hook
 
 
 class LiveView:
