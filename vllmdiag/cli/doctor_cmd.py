@@ -75,7 +75,8 @@ def doctor_cmd(
 
     Checks: plugins in the vllm.* entry-point groups (vllm-omni), a `vllm` script owned
     by another distribution, flashinfer-jit-cache / -cubin not matching
-    flashinfer-python, other processes on the GPUs, DEBUG logging with usage stats on.
+    flashinfer-python, other processes on the GPUs, DEBUG logging with usage stats on,
+    cell processes an earlier, killed vllmdiag run left running on this node.
 
     Exit status: 0 clean, 2 contaminated (a matrix refuses such a leg unless
     overridden), 1 on a usage error.
