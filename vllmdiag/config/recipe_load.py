@@ -66,11 +66,11 @@ def recipe_secrets(recipe: Recipe) -> list[str]:
     for leg in recipe.legs.values():
         for url in (leg.index_url, *leg.extra_index_urls):
             found += redact.url_secrets(url or "")
-    found += _flag_values(codec.dump(recipe))
+    found += flag_values(codec.dump(recipe))
     return found
 
 
-def _flag_values(obj: Any) -> list[str]:
+def flag_values(obj: Any) -> list[str]:
     """Values of secret-looking flags anywhere in the recipe (arm flags, workload commands
     and arguments), each list of words read as one command line."""
     if isinstance(obj, str):
@@ -79,11 +79,11 @@ def _flag_values(obj: Any) -> list[str]:
         name, value = obj.get("name"), obj.get("value")
         if set(obj) == {"name", "value"} and isinstance(name, str) and isinstance(value, str):
             return redact.flag_secrets([name, value])  # an arm's flag
-        return [v for item in obj.values() for v in _flag_values(item)]
+        return [v for item in obj.values() for v in flag_values(item)]
     if isinstance(obj, (list, tuple)):
         if all(isinstance(x, str) for x in obj):
             return redact.flag_secrets(obj)
-        return [v for item in obj for v in _flag_values(item)]
+        return [v for item in obj for v in flag_values(item)]
     return []
 
 
