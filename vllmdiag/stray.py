@@ -26,16 +26,33 @@ from vllmdiag.paths import NODE_LOCK, node_lock_path
 #: Which node lock a cell ran under (so a job under another lock, e.g. a test's, never
 #: takes this node's cells for its own leftovers, nor the reverse).
 NODE_VAR = "VLLMDIAG_CELL_NODE"
+#: The vllmdiag process that ran the cell (``pid:start ticks``): while it lives, its cells
+#: are its own (a lock file removed and made again under a running job must not make a
+#: second job end the first one's engine).
+OWNER_VAR = "VLLMDIAG_CELL_OWNER"
 
 
 @dataclass(frozen=True)
 class Stray:
     pid: int
     tag: str  # ``<run id>:<cell id>``
+    #: The vllmdiag that runs it still does: a running job's cell, not a leftover.
+    owned: bool = False
 
     @property
     def cell(self) -> str:
         return self.tag.partition(":")[2]
+
+
+def owner_id(pid: int | None = None) -> str:
+    """The value of :data:`OWNER_VAR` for cells this process (or ``pid``) runs."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{proc.start_ticks(pid)}"
+
+
+def _owner_alive(owner: str | None) -> bool:
+    pid = (owner or "").partition(":")[0]
+    return pid.isdigit() and owner_id(int(pid)) == owner and proc.is_alive(int(pid))
 
 
 def node_id(lock: Path | None = None) -> str:
@@ -70,7 +87,8 @@ def _ancestors() -> set[int]:
 
 def strays(lock: Path | None = None) -> list[Stray]:
     """Live tagged processes of this node's cells (this process and its ancestors left
-    out: a vllmdiag started inside a cell is not its own leftover)."""
+    out: a vllmdiag started inside a cell is not its own leftover); ``owned`` marks
+    those whose vllmdiag still runs (that job's cells, not leftovers)."""
     here = node_id(lock)
     default = here == os.path.abspath(NODE_LOCK)
     mine = _ancestors()
@@ -79,15 +97,16 @@ def strays(lock: Path | None = None) -> list[Stray]:
         if pid in mine:
             continue
         node = _environ_var(pid, NODE_VAR)
-        if node == here or (node is None and default):
-            found.append(Stray(pid, tag))
+        if not (node == here or (node is None and default)):
+            continue
+        found.append(Stray(pid, tag, _owner_alive(_environ_var(pid, OWNER_VAR))))
     return found
 
 
 def end_strays(grace_s: float = proc.DEFAULT_GRACE_S, lock: Path | None = None) -> list[Stray]:
     """End this node's leftover cell processes (TERM, then KILL after ``grace_s``); returns
     those that were running. Call it only while holding the node lock."""
-    found = strays(lock)
+    found = [s for s in strays(lock) if not s.owned]
     if not found:
         return []
     ended = proc.end({s.pid for s in found}, grace_s)

@@ -184,30 +184,42 @@ def known_vars(probe: Mapping[str, Any]) -> list[Finding]:
     return [Finding(OK, "env-vars", f"this vLLM knows {len(known)} environment variables")]
 
 
-def leftover_cells(pids: Sequence[tuple[int, str]], lock_holder: str | None) -> list[Finding]:
-    """Tagged cell processes of this node (pid, cell) while no job holds the node lock are
-    an earlier, killed run's leftovers (an engine among them holds GPU memory); while a job
-    holds it they are that job's cells."""
-    if not pids:
-        return [Finding(OK, "leftover-cells", "no vllmdiag cell process left running")]
-    listed = ", ".join(f"pid {pid} (cell {cell})" for pid, cell in pids[:12])
-    more = f" and {len(pids) - 12} more" if len(pids) > 12 else ""
-    if lock_holder is not None:
-        return [
+def leftover_cells(
+    left: Sequence[tuple[int, str]],
+    running: Sequence[tuple[int, str]],
+    lock_holder: str | None,
+) -> list[Finding]:
+    """Tagged cell processes of this node, as (pid, cell): ``left`` by a vllmdiag that is
+    gone (an earlier, killed run: an engine among them holds GPU memory), ``running``
+    under a vllmdiag job that still runs (``lock_holder``: the node lock's holder)."""
+    out = []
+    if left:
+        out.append(
+            Finding(
+                CONTAMINATED,
+                "leftover-cells",
+                f"{len(left)} process(es) an earlier, killed vllmdiag run left running: "
+                + _listed(left),
+                hint="the next matrix (or any job that takes the node lock) ends them; or "
+                "end them now: kill " + " ".join(str(pid) for pid, _ in left),
+            )
+        )
+    if running or lock_holder is not None:
+        job = f"a vllmdiag job (pid {lock_holder}) holds the node lock" if lock_holder else ""
+        cells = f"{len(running)} cell process(es) of a running job: {_listed(running)}"
+        out.append(
             Finding(
                 WARNING,
-                "leftover-cells",
-                f"a vllmdiag job (pid {lock_holder}) holds the node lock; its cells run as "
-                f"{len(pids)} process(es): {listed}{more}",
+                "running-job",
+                "; ".join(x for x in (job, cells if running else "") if x),
                 hint="its numbers and yours would mix: wait for it to finish",
             )
-        ]
-    return [
-        Finding(
-            CONTAMINATED,
-            "leftover-cells",
-            f"{len(pids)} process(es) an earlier, killed vllmdiag run left running: {listed}{more}",
-            hint="the next matrix (or any job that takes the node lock) ends them; or end "
-            "them now: kill " + " ".join(str(pid) for pid, _ in pids),
         )
-    ]
+    if not left:
+        out.append(Finding(OK, "leftover-cells", "no vllmdiag cell process left running"))
+    return out
+
+
+def _listed(pids: Sequence[tuple[int, str]]) -> str:
+    shown = ", ".join(f"pid {pid} (cell {cell})" for pid, cell in pids[:12])
+    return shown + (f" and {len(pids) - 12} more" if len(pids) > 12 else "")

@@ -139,7 +139,10 @@ def leftover_cells() -> list[Finding]:
     holder = holder_if_held(node_lock_path())
     if holder == str(os.getpid()):
         return []
-    return checks.leftover_cells([(s.pid, s.cell or s.tag) for s in stray.strays()], holder)
+    found = stray.strays()
+    left = [(s.pid, s.cell or s.tag) for s in found if not s.owned]
+    running = [(s.pid, s.cell or s.tag) for s in found if s.owned]
+    return checks.leftover_cells(left, running, holder)
 
 
 def require_clean(report: DoctorReport, *, allow_contaminated: bool = False) -> None:

@@ -71,6 +71,7 @@ def child_environ(c: CellOnNode, placement: Placement, run_id: str) -> dict[str,
         env["CUDA_VISIBLE_DEVICES"] = placement.visible
     env[proc.TAG_VAR] = f"{run_id}:{c.plan.id}"
     env[stray.NODE_VAR] = stray.node_id()
+    env[stray.OWNER_VAR] = stray.owner_id()
     return env
 
 
