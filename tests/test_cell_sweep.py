@@ -77,6 +77,8 @@ def test_a_cells_daemons_end_with_it_tagged_or_not(tmp_path: Path) -> None:
     assert "## Processes ended" in summary
     assert f"`r1.baseline.w`: ended {len(swept[0]['pids'])} process(es)" in summary
     assert str(daemons["untagged"]) in summary
+    said = " ".join(result.output.split())
+    assert f"r1.baseline.w: ended {len(swept[0]['pids'])} process(es) it left running" in said
 
 
 def test_a_cell_does_not_inherit_vllmdiags_cache_or_lock(tmp_path: Path) -> None:

@@ -98,3 +98,35 @@ def test_the_live_status_line_shows_a_logs_escapes_as_escapes(tmp_path: Path) ->
     log = tmp_path / "log.txt"
     log.write_text("loading\n\x1b]0;pwned\x07\x1b[2J weights 3/4\n")
     assert last_line(log) == "\\x1b]0;pwned\\x07\\x1b[2J weights 3/4"
+
+
+def test_a_kernel_name_with_escapes_is_shown_as_escapes(tmp_path: Path) -> None:
+    import gzip
+    import json
+    import shutil
+    from collections import Counter
+
+    h200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
+    side = tmp_path / "eager"
+    shutil.copytree(h200 / "eager", side)
+    trace = json.loads(gzip.decompress((side / "trace.json.gz").read_bytes()))
+    events = trace["traceEvents"]
+    spent: Counter[str] = Counter()
+    for ev in events:
+        if ev.get("cat") == "kernel":
+            spent[ev["name"]] += ev.get("dur", 0)
+    top = spent.most_common(1)[0][0]
+    for ev in events:
+        if ev.get("name") == top:
+            ev["name"] = "evil\x1b]0;pwned\x07\x1b[2J\u202ekernel"
+    (side / "trace.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    out = tmp_path / "diff"
+    result = RUNNER.invoke(
+        app, ["profile", "diff", str(side), str(h200 / "sdpa"), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    summary = (out / "summary.md").read_text()
+    assert "evil\\x1b]0;pwned" in summary, summary[:2000]
+    assert "evil\\x1b]0;pwned" in result.output  # the terminal shows it, escaped
+    for shown in (summary, result.output):
+        assert "\x1b" not in shown and "\u202e" not in shown

@@ -21,6 +21,7 @@ from vllmdiag.runner.events import (
     CellReused,
     CellsEvent,
     CellStarted,
+    CellSwept,
     CellTick,
     RunStarted,
 )
@@ -125,6 +126,13 @@ class LiveView:
                 line.append(f" — {cause.type or 'died'}: {(cause.message or '')[:room]}")
             self._print(line)
             self.progress.advance(self.task)
+        elif isinstance(event, CellSwept):
+            pids = ", ".join(map(str, event.pids))
+            self._print(
+                Text(
+                    f"{event.id}: ended {len(event.pids)} process(es) it left running ", "dim"
+                ).append(f"(pids {pids})", style="dim")
+            )
         elif isinstance(event, Note):
             self._print(Text(f"{event.level}:", style="yellow").append(f" {event.text}"))
 
