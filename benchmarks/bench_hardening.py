@@ -183,14 +183,12 @@ def content(tmp: Path) -> dict[str, object]:
         venv = tmp / f"link-{name}-copy"
         verified = tmp / f"verified-{name}.json"
         python = next((venv / "bin").glob("python"))
+        check = ["--verified", str(verified)]
         checks = []
         for _ in range(3):
             t0 = time.perf_counter()
             report = json.loads(
-                proc.check_output(
-                    [str(python), str(probes.script("installed")), "--verified", str(verified)]
-                    + [name]
-                )
+                proc.check_output([str(python), str(probes.script("installed")), *check, name])
             )
             checks.append((time.perf_counter() - t0, report))
         out[name] = {
@@ -209,8 +207,13 @@ def content(tmp: Path) -> dict[str, object]:
         t0 = time.perf_counter()
         report = json.loads(
             proc.check_output(
-                [sys.executable, str(probes.script("installed")), "--verified", str(verified)]
-                + names
+                [
+                    sys.executable,
+                    str(probes.script("installed")),
+                    "--verified",
+                    str(verified),
+                    *names,
+                ]
             )
         )
         runs.append((time.perf_counter() - t0, report))

@@ -249,6 +249,9 @@ def run(
                 f"cannot start {args[0]!r}: {exc.strerror or exc}",
                 hint="check that the program exists and is executable",
             ) from exc
+        # the child's own start time, in the clock its descendants' start times use (a
+        # container's /proc/uptime may count from another boot); uptime if it is gone
+        since = start_ticks(child.pid) or since
         _RUNNING[child.pid] = (since, tag)
         if on_spawn is not None:
             try:
