@@ -8,7 +8,8 @@ refuses to run outside it.
 
 Once it holds the lock it ends the cell processes earlier runs on this node left running
 (any run's: a vllmdiag killed with SIGKILL cannot clean up), says which, and keeps them for
-the run's journal (:func:`strays_ended`).
+the run's journal (:func:`strays_ended`); one that outlives TERM and KILL (stuck in the
+kernel) makes the job refuse to start, naming its pid.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from vllmdiag import proc
+from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, Observer, ignore
 from vllmdiag.locks import file_lock
 from vllmdiag.paths import node_lock_path
@@ -51,6 +53,16 @@ def measuring(
         _held.strays = []
         try:
             ended = end_strays(grace_s)
+            survivors = [s for s in ended if proc.is_alive(s.pid)]
+            if survivors:
+                raise VllmdiagError(
+                    f"{len(survivors)} process(es) an earlier, killed run left running on this "
+                    f"node outlive TERM and KILL: {describe(survivors)}",
+                    where=str(node_lock_path()),
+                    hint="they would measure against this job: end them (as their owner, "
+                    "or as root: kill -9 " + " ".join(str(s.pid) for s in survivors) + "), "
+                    "then run again",
+                )
             if ended:
                 _held.strays = ended
                 observer(
