@@ -6,6 +6,7 @@ the run (``triage`` of the cell log, text and --json, and the report draft)."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import textwrap
@@ -86,7 +87,10 @@ def test_echoed_flag_and_env_secrets_are_masked_everywhere(tmp_path: Path) -> No
     log = run / "cells" / "r1.keyed.w" / "log.txt"
     assert "engine refused" in log.read_text()  # the log itself keeps what the cell printed
     assert "secrets.sha256" in {f.name for f in written}
-    _clean("secrets.sha256", (run / "secrets.sha256").read_text())
+    kept = (run / "secrets.sha256").read_text()
+    _clean("secrets.sha256", kept)
+    assert hashlib.sha256(API_KEY.encode()).hexdigest() not in kept  # salted, per run
+    assert len({line.split(":")[1] for line in kept.splitlines()}) == 1  # one salt
 
     redact.forget_all()  # what follows reads the run back in processes of their own
     for args in (["triage", str(log)], ["triage", str(log), "--json"], ["report", str(run)]):

@@ -42,7 +42,7 @@ SCHEMA = 2
 #: Journals this vllmdiag reads and resumes (1: results with hand-written keys).
 READABLE = (1, 2)
 EVENTS = "run.jsonl"
-#: Digests of the values the run knew to be secret (never the values: see
+#: Salted digests of the values the run knew to be secret (never the values: see
 #: :func:`vllmdiag.redact.digests`), so that whatever reads the run back masks them.
 SECRET_DIGESTS = "secrets.sha256"
 #: Below this much free space a cell's log may have been cut short: its outcome is not
@@ -100,7 +100,8 @@ class RunDir:
             earlier = file.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             earlier = []
-        lines = sorted({*earlier, *redact.digests()})
+        salt = redact.salt_of(earlier) or redact.new_salt()
+        lines = sorted({*earlier, *redact.digests(salt)})
         if lines != sorted(earlier):
             with self._writing(file, f"write {SECRET_DIGESTS}"):
                 atomic.write_text(file, "\n".join(lines) + "\n")

@@ -23,9 +23,12 @@ Secrets (for everything vllmdiag writes or prints):
   does this). :func:`flag_secrets` finds the values of secret-looking flags in a command
   line (``--api-key sk-…``, ``--token=…``) and of secret-looking ``NAME=value`` words.
 - :func:`digests` / :func:`learn_digests` — what a run knew to be secret, kept in its run
-  directory only as SHA-256 digests of each value (never the value), so a
-  later process that reads the run back (``triage`` of a cell log, ``report``) masks the
-  same values where they reappear in logs: a word of text whose digest is known is masked.
+  directory only as salted SHA-256 digests of each value (never the value; the salt is the
+  run's own, so a digest matches no precomputed table and tells nothing of another run),
+  so a later process that reads the run back (``triage`` of a cell log, ``report``) masks
+  the same values where they reappear in logs: a word of text whose digest is known is
+  masked. A digest of a short, guessable password can still be brute-forced by whoever
+  holds the run directory: share ``summary.md``, not the directory.
 
 What is masked is only what vllmdiag writes or prints: children still get the real
 values.
@@ -110,8 +113,9 @@ _WORD = re.compile(r"[^\s\"'`,;=(){}\[\]<>|]+")
 _PLAIN_USERS = frozenset({"git", "hg", "anonymous"})
 
 _remembered: set[str] = set()
-#: Digests of secret values (by length), learnt from run directories read back.
-_digests: dict[int, set[str]] = {}
+#: Salted digests of secret values, by length: (salt, digest) pairs learnt from run
+#: directories read back.
+_digests: dict[int, set[tuple[str, str]]] = {}
 
 
 def is_secret_name(name: str) -> bool:
@@ -151,28 +155,53 @@ def flag_secrets(tokens: Sequence[str]) -> list[str]:
     return [v.strip("\"'") for v in out if v.strip("\"'") and not _NOT_A_VALUE.search(v)]
 
 
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+def _digest(salt: str, value: str) -> str:
+    data = bytes.fromhex(salt) + value.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
 
 
-def digests(values: Iterable[str] | None = None) -> list[str]:
-    """``LENGTH:SHA256`` of each secret value (default: every value this process knows)."""
+def new_salt() -> str:
+    return os.urandom(16).hex()
+
+
+def digests(salt: str, values: Iterable[str] | None = None) -> list[str]:
+    """``LENGTH:SALT:SHA256(salt + value)`` of each secret value (default: every value
+    this process knows)."""
     chosen = _known() if values is None else values
-    return sorted({f"{len(v)}:{_digest(v)}" for v in chosen if len(v) >= _MIN_KNOWN})
+    return sorted({f"{len(v)}:{salt}:{_digest(salt, v)}" for v in chosen if len(v) >= _MIN_KNOWN})
 
 
 def learn_digests(lines: Iterable[str]) -> None:
     """Mask, from now on, every word of text whose digest is one of ``lines``."""
     for line in lines:
-        size, sep, hexdigest = line.strip().partition(":")
-        if sep and size.isdigit() and len(hexdigest) == 64:
-            _digests.setdefault(int(size), set()).add(hexdigest.lower())
+        size, _, rest = line.strip().partition(":")
+        salt, _, hexdigest = rest.partition(":")
+        if size.isdigit() and len(hexdigest) == 64 and _is_hex(salt) and _is_hex(hexdigest):
+            _digests.setdefault(int(size), set()).add((salt.lower(), hexdigest.lower()))
+
+
+def salt_of(lines: Iterable[str]) -> str | None:
+    """The salt of digest lines a run wrote (None: none there)."""
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and _is_hex(parts[1]):
+            return parts[1].lower()
+    return None
+
+
+def _is_hex(text: str) -> bool:
+    return bool(text) and len(text) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def _digest_sub(m: re.Match[str]) -> str:
     word = m.group(0)
     known = _digests.get(len(word))
-    return MASK if known and _digest(word) in known else word
+    if not known:
+        return word
+    for salt in {salt for salt, _ in known}:
+        if (salt, _digest(salt, word)) in known:
+            return MASK
+    return word
 
 
 def url_secrets(value: str) -> list[str]:
