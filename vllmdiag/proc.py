@@ -258,6 +258,7 @@ def run(
                 on_spawn(child.pid)
             except BaseException:
                 kill_tree(child, child.pid, set(), grace_s)
+                _RUNNING.pop(child.pid, None)
                 raise
         rc, timed_out, interrupted = _wait(
             child, start, timeout, grace_s, on_tick, tick_s, cancel, on_timeout
