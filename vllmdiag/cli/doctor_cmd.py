@@ -77,7 +77,8 @@ def doctor_cmd(
     by another distribution, flashinfer-jit-cache / -cubin not matching
     flashinfer-python, other processes on the GPUs, DEBUG logging with usage stats on,
     installed versions that break what vllm, torch or flashinfer-python declare they
-    require (VLLMDIAG_DECLARED=a,b,... names others), a path: leg that cannot be used.
+    require (VLLMDIAG_DECLARED=a,b,... names others), a path: leg that cannot be used,
+    cell processes an earlier, killed vllmdiag run left running on this node.
 
     Exit status: 0 clean, 2 contaminated (a matrix refuses such a leg unless
     overridden), 1 on a usage error or a path: leg that cannot be used.

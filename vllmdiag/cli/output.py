@@ -4,7 +4,9 @@ Human output goes to stderr when ``--json`` is given, so stdout carries exactly 
 JSON object: the command's result, or ``{"error", "where", "hint"}`` when it failed.
 Everything printed goes through :mod:`vllmdiag.redact` (no secret reaches a terminal
 or a captured log), and text that came from logs, recipes or users is escaped before
-Rich sees it (see :func:`lit`).
+Rich sees it (see :func:`lit`); its control characters are printed as escapes
+(:func:`vllmdiag.printable.printable`, applied by a render hook to every segment of text
+these consoles print: Rich's own styling and cursor control are not text, and pass).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from contextlib import contextmanager
 from typing import IO, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
 from rich.markup import escape
+from rich.segment import Segment
 from rich.text import Text
 
 from vllmdiag import redact
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.printable import printable
 
 
 class _Redacting:
@@ -49,8 +53,33 @@ class _Redacting:
         return getattr(self._target(), "encoding", "utf-8") or "utf-8"
 
 
-stdout = Console(file=_Redacting(lambda: sys.stdout), soft_wrap=True)  # type: ignore[arg-type]
-stderr = Console(file=_Redacting(lambda: sys.stderr), soft_wrap=True)  # type: ignore[arg-type]
+class _Printable:
+    """A renderable whose text segments have their control characters escaped."""
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for seg in console.render(self.inner, options):
+            if seg.control or not seg.text:
+                yield seg
+            else:
+                yield Segment(printable(seg.text), seg.style)
+
+
+class _PrintableHook(RenderHook):
+    def process_renderables(self, renderables: list[Any]) -> list[Any]:
+        return [_Printable(r) for r in renderables]
+
+
+def _console(target: Callable[[], IO[str]]) -> Console:
+    console = Console(file=_Redacting(target), soft_wrap=True)  # type: ignore[arg-type]
+    console.push_render_hook(_PrintableHook())
+    return console
+
+
+stdout = _console(lambda: sys.stdout)
+stderr = _console(lambda: sys.stderr)
 
 
 class _Mode:

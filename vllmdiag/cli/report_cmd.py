@@ -17,6 +17,7 @@ from vllmdiag import atomic, codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, stdout, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note
+from vllmdiag.printable import printable
 from vllmdiag.report import Report, ReportRequest, draft_report
 
 
@@ -93,7 +94,7 @@ def _summary(console: Console, drafted: Report, out: Path | None) -> None:
 
 def _write(path: Path, text: str) -> None:
     try:
-        atomic.write_text(path, text)
+        atomic.write_text(path, printable(text))
     except OSError as exc:
         raise VllmdiagError(
             f"cannot write the report: {exc.strerror or exc}",

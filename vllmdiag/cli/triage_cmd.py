@@ -18,6 +18,7 @@ from rich.text import Text
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, user_errors
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.journal import learn_secrets_near
 from vllmdiag.model.hang import HangReport
 from vllmdiag.runner.hang_cause import recorded_hang
 from vllmdiag.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
@@ -60,6 +61,9 @@ def triage(
         cat = Catalogue.load(catalogue)
         if logs.count(STDIN) > 1:
             raise VllmdiagError("standard input (-) can be read once", hint="give - at most once")
+        for log in logs:
+            if log != STDIN:
+                learn_secrets_near(Path(log))  # a cell's log echoes its secrets
         results, labels = _triage_all(logs, cat, human(as_json))
         out = human(as_json)
         warnings = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vllmdiag import redact
+from vllmdiag import codec, redact
 from vllmdiag.config.arms_lib import ArmLibrary, load_arm_library
 from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
@@ -69,7 +69,25 @@ def recipe_secrets(recipe: Recipe) -> list[str]:
     for leg in recipe.legs.values():
         for url in (leg.index_url, *leg.extra_index_urls):
             found += redact.url_secrets(url or "")
+    found += flag_values(codec.dump(recipe))
     return found
+
+
+def flag_values(obj: Any) -> list[str]:
+    """Values of secret-looking flags anywhere in the recipe (arm flags, workload commands
+    and arguments), each list of words read as one command line."""
+    if isinstance(obj, str):
+        return redact.flag_secrets([obj])
+    if isinstance(obj, dict):
+        name, value = obj.get("name"), obj.get("value")
+        if set(obj) == {"name", "value"} and isinstance(name, str) and isinstance(value, str):
+            return redact.flag_secrets([name, value])  # an arm's flag
+        return [v for item in obj.values() for v in flag_values(item)]
+    if isinstance(obj, (list, tuple)):
+        if all(isinstance(x, str) for x in obj):
+            return redact.flag_secrets(obj)
+        return [v for item in obj for v in flag_values(item)]
+    return []
 
 
 def _list(located: Located, data: dict[str, Any], key: str) -> list[Any]:

@@ -9,11 +9,13 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vllmdiag import probes, proc
+from vllmdiag import probes, proc, stray
 from vllmdiag.envs import Env
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.hygiene import checks, declared
 from vllmdiag.hygiene.model import SKIPPED, WARNING, DoctorReport, Finding
+from vllmdiag.locks import holder_if_held
+from vllmdiag.paths import node_lock_path
 
 _PROBES: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -120,6 +122,7 @@ def doctor(
         findings += checks.gpu_processes(apps, own_pids=(os.getpid(),), error=why)
     else:
         findings.append(Finding(SKIPPED, "gpu-processes", "other GPU processes: not checked"))
+    findings += leftover_cells()
     known = info.get("known_env_vars")
     return DoctorReport(
         leg=env.spec.name,
@@ -128,6 +131,18 @@ def doctor(
         vllm=info.get("vllm"),
         known_env_vars=len(known) if known is not None else None,
     )
+
+
+def leftover_cells() -> list[Finding]:
+    """Cell processes of this node that no running job owns (none while this process holds
+    the node lock: it ended them when it took the lock, and those left are its own)."""
+    holder = holder_if_held(node_lock_path())
+    if holder == str(os.getpid()):
+        return []
+    found = stray.strays()
+    left = [(s.pid, s.cell or s.tag) for s in found if not s.owned]
+    running = [(s.pid, s.cell or s.tag) for s in found if s.owned]
+    return checks.leftover_cells(left, running, holder)
 
 
 def require_clean(report: DoctorReport, *, allow_contaminated: bool = False) -> None:

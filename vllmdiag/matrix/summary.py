@@ -173,8 +173,34 @@ def text(report: MatrixReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ended_processes(run: RunDir) -> list[str]:
+    """One line per journaled end of processes left running: a cell's own (swept when it
+    ended) and an earlier, killed run's (when this one started or resumed)."""
+    out = []
+    for ev in run.events():
+        pids = ev.get("pids")
+        if not isinstance(pids, list) or not pids:
+            continue
+        listed = ", ".join(str(p) for p in pids)
+        if ev.get("event") == "cell_swept":
+            out.append(
+                f"- `{ev.get('id')}`: ended {len(pids)} process(es) it started that outlived "
+                f"it (pids {listed})"
+            )
+        elif ev.get("event") == "leftovers_ended":
+            out.append(
+                f"- before the cells ran: ended {len(pids)} process(es) an earlier, killed "
+                f"run left running (pids {listed})"
+            )
+    return out
+
+
 def write_summaries(run: RunDir, report: MatrixReport, recipe: Recipe) -> None:
     """Shareable files: no secret, no home path (``~``), no host or user name."""
-    run.write_text("summary.md", redact.shareable(markdown(report, recipe)))
+    md = markdown(report, recipe)
+    ended = ended_processes(run)
+    if ended:
+        md += "\n## Processes ended\n\n" + "\n".join(ended) + "\n"
+    run.write_text("summary.md", redact.shareable(md))
     run.write_text("summary.txt", redact.shareable(text(report)))
     run.write_json("verdict.json", redact.shareable_data(codec.dump(report.verdict)))

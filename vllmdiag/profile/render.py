@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 
 from vllmdiag import atomic
+from vllmdiag.printable import printable
 from vllmdiag.profile import families, steptimes
 from vllmdiag.profile.diff import Diff, kernel_table
 from vllmdiag.profile.leg import WallClock
@@ -304,5 +305,5 @@ def write(d: Diff, out: Path, frames: tuple[FrameRow, ...] = ()) -> dict[str, Pa
     out.mkdir(parents=True, exist_ok=True)
     pic = png(d, out / "diff.png") or html_page(d, out / "diff.html")
     md = out / "summary.md"
-    atomic.write_text(md, markdown(d, frames, pic.name))
+    atomic.write_text(md, printable(markdown(d, frames, pic.name)))
     return {"summary": md, "picture": pic}

@@ -54,14 +54,15 @@ def draft_report(request: ReportRequest, observer: Observer[Note] = ignore) -> R
     runs = [load_run(path, warn) for path in dict.fromkeys(request.runs)]
     case = find_case(runs)
     decision = target.choose(case, window)
-    redactor = Redactor(hosts=[h for run in runs for h in run.hosts])
+    bases = [run.path for run in runs] + [r.recipe.recipe_dir for r in runs if r.recipe]
+    redactor = Redactor(hosts=[h for run in runs for h in run.hosts], bases=bases)
     raw = _sections(case, runs, decision, window, profile, redactor)
     sections = tuple(
         Section(sid, compose.TITLES[sid], redactor(_local(case, text))) for sid, text in raw
     )
     title = redactor(summary.title(case, decision, window))
     counts = redactor.counts()
-    quiet = Redactor(hosts=redactor.hosts)
+    quiet = Redactor(hosts=redactor.hosts, bases=bases)
     t = decision.target
     return Report(
         target=Target(t.project, t.kind, t.template, quiet(_local(case, t.reason))),

@@ -65,6 +65,8 @@ class CellRun:
     elapsed_s: float
     timed_out: bool
     interrupted: bool
+    #: Processes the cell started that still ran when it ended, ended then.
+    swept: tuple[int, ...] = ()
 
 
 Tick = Callable[[float], None]
@@ -253,7 +255,7 @@ class LocalExecutor:
                 hint="free some space (or fix permissions) on the run directory's disk, "
                 "then resume the run with --resume",
             ) from None
-        return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)
+        return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted, done.swept)
 
 
 def nodes_for(executor: Executor, cache: EnvCache) -> tuple[list[Node], bool]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmdiag import proc
+from vllmdiag import proc, stray
 from vllmdiag.envs.cache import Env
 from vllmdiag.journal import RunDir
 from vllmdiag.model.outcome import CellResult, Outcome
@@ -17,6 +17,10 @@ from vllmdiag.plan import cells as planmod
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.runner.legs import NodeLegs
 from vllmdiag.runner.slots import Placement
+
+#: What a cell never inherits from vllmdiag's environment (``VLLMDIAG_CACHE``,
+#: ``VLLMDIAG_LOCK``, a tag of the cell vllmdiag itself runs in); a recipe may set them.
+INHERITED_NOT = "VLLMDIAG_"
 
 
 @dataclass(frozen=True)
@@ -60,12 +64,16 @@ def on_node(
 
 def child_environ(c: CellOnNode, placement: Placement, run_id: str) -> dict[str, str]:
     """What the cell's process gets: the node's environment less what leaks between
-    runs, the leg first on PATH, the recipe's variables, its GPUs, its tag."""
+    runs, the leg first on PATH, the recipe's variables, its GPUs, its tag and node."""
     env = c.env.child_environ(c.node.node.base_environ())
+    for name in [k for k in env if k.startswith(INHERITED_NOT)]:
+        del env[name]  # vllmdiag's own settings (cache, lock) are not the cell's
     env.update(c.plan.env)
     if placement.visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = placement.visible
     env[proc.TAG_VAR] = f"{run_id}:{c.plan.id}"
+    env[stray.NODE_VAR] = stray.node_id()
+    env[stray.OWNER_VAR] = stray.owner_id()
     return env
 
 
