@@ -28,12 +28,21 @@ def command_runs(
 ) -> list[CheckRun] | Step:
     """The check's runs on ``requirement==version``; a SKIP step when the env could not
     be built."""
+    return leg_runs(req, f"{requirement}=={version}", req.exclude_newer, version, logs)
+
+
+def leg_runs(
+    req: BisectRequest, pin: str, exclude_newer: str | None, version: str, logs: Path
+) -> list[CheckRun] | Step:
+    """The check's runs on a leg of ``pin`` (a requirement: ``PKG==V`` or ``PKG @ URL``)
+    and ``--with``, resolved as of ``exclude_newer``; a SKIP step (named ``version``)
+    when the env could not be built."""
     configured = config.configured_index()
     leg = LegSpec(
-        name=f"bisect {requirement}=={version}",
-        requirements=(f"{requirement}=={version}", *req.with_requirements),
+        name=f"bisect {pin}",
+        requirements=(pin, *req.with_requirements),
         python=req.python,
-        exclude_newer=req.exclude_newer,
+        exclude_newer=exclude_newer,
         index_url=config.custom_index(),
     )
     install_log = logs / f"{version}.install.log"

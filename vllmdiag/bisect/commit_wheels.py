@@ -1,0 +1,71 @@
+"""The wheel of one commit: its per-commit index (the ``--wheels`` template rendered for
+the commit and variant, or the commit's default variant when the variant has no
+subdirectory there), and the wheel on it an installer would pick for the leg's Python
+and this platform.
+
+The step installs that wheel by its URL (``PKG @ URL``), not by name from the index: the
+per-commit indexes carry no upload times, and uv drops a file without one as soon as
+``--exclude-newer`` is set (which a step needs for the rest of its resolve); a direct URL
+is outside exclude-newer in every uv this project supports, where
+``--exclude-newer-package PKG=false`` exists only in recent ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from vllmdiag import redact
+from vllmdiag.bisect.wheel_template import fallback, render
+from vllmdiag.pkgindex import html_index
+from vllmdiag.pkgindex.simple_api import IndexFile
+from vllmdiag.pkgindex.wheels import pick_wheel
+
+
+@dataclass(frozen=True)
+class CommitWheel:
+    """``file`` is None when the commit has no wheel that installs here; ``said`` says
+    which index was read and why there is none."""
+
+    commit: str
+    index: str
+    file: IndexFile | None
+    said: str
+
+
+def _versions(files: tuple[IndexFile, ...]) -> list[Version]:
+    found: set[Version] = set()
+    for f in files:
+        if f.is_wheel:
+            try:
+                found.add(parse_wheel_filename(f.filename)[1])
+            except (InvalidWheelFilename, InvalidVersion):
+                continue
+    return sorted(found, reverse=True)
+
+
+def commit_wheel(
+    template: str, commit: str, variant: str | None, name: str, python: str
+) -> CommitWheel:
+    """The wheel of ``name`` at ``commit`` for ``python`` (X.Y) on this platform."""
+    index = render(template, commit, variant)
+    files = html_index.project_files(index, name)
+    notes = []
+    if files is None:
+        root = fallback(template, commit) if variant else None
+        if root is not None:
+            notes.append(f"no {variant} index: tried the commit's default variant")
+            index = root
+            files = html_index.project_files(index, name)
+    shown = redact.url(index)
+    if files is None:
+        return CommitWheel(commit, index, None, "; ".join([*notes, f"no index at {shown}"]))
+    for version in _versions(files):
+        wheel = pick_wheel(files, version, python)
+        if wheel is not None:
+            return CommitWheel(commit, index, wheel, "; ".join([*notes, wheel.filename]))
+    listed = sum(1 for f in files if f.is_wheel)
+    why = f"{listed} wheel(s) at {shown}, none for Python {python} on this platform"
+    return CommitWheel(commit, index, None, "; ".join([*notes, why]))
