@@ -16,13 +16,15 @@ midpoint a bisection looks at); one has only its default variant (``ROOT_ONLY``)
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
-import io
 import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+import uv
 
 from vllmdiag.bisect.search import StepVerdict, next_candidate
 
@@ -108,7 +110,7 @@ def _commit(work: Path, subject: str, when: int) -> str:
     return _git(work, "rev-parse", "HEAD")
 
 
-def build_history(root: Path) -> History:
+def build_history(root: Path, uv_cache: Path) -> History:
     work = root / "work"
     work.mkdir(parents=True)
     _git(work, "init", "-q", "-b", "main")
@@ -125,8 +127,16 @@ def build_history(root: Path) -> History:
                 feature.append(_commit(work, f"Feature step {j}", clock))
                 clock += 1
             _git(work, "checkout", "-q", "main")
-            _git(work, "merge", "-q", "--no-ff", "-m", "Merge the feature (#109)", "feature",
-                 when=clock)
+            _git(
+                work,
+                "merge",
+                "-q",
+                "--no-ff",
+                "-m",
+                "Merge the feature (#109)",
+                "feature",
+                when=clock,
+            )
             sha = _git(work, "rev-parse", "HEAD")
         else:
             delay = 0.4 if i >= SLOWS else 0.04
@@ -158,11 +168,20 @@ def build_history(root: Path) -> History:
     root_only = main[19]
     jobs = [(n, sha) for n, sha in enumerate(main) if sha not in no_wheel]
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda job: _wheel(work, root, wheels, *job, root_only=root_only), jobs))
+        list(
+            pool.map(
+                lambda job: _wheel(
+                    work, root, wheels, *job, root_only=root_only, uv_cache=uv_cache
+                ),
+                jobs,
+            )
+        )
     return History(bare, wheels, tuple(main), tuple(feature), no_wheel, root_only, subjects)
 
 
-def _wheel(work: Path, root: Path, wheels: Path, n: int, sha: str, *, root_only: str) -> None:
+def _wheel(
+    work: Path, root: Path, wheels: Path, n: int, sha: str, *, root_only: str, uv_cache: Path
+) -> None:
     """The commit's tree, its version set as its CI would (``0.2.0.dev<n>+g<sha>``),
     built by ``uv build --wheel`` with its build backend from the index."""
     src = root / "src" / sha
@@ -173,12 +192,12 @@ def _wheel(work: Path, root: Path, wheels: Path, n: int, sha: str, *, root_only:
     version = f"0.2.0.dev{n}+g{sha[:9]}"
     (src / "pyproject.toml").write_text(PYPROJECT.format(version=version))
     out = wheels / sha
-    import uv
 
     subprocess.run(
         [uv.find_uv_bin(), "build", "--wheel", "-q", "-o", str(out), str(src)],
         check=True,
         capture_output=True,
+        env={**os.environ, "UV_CACHE_DIR": str(uv_cache)},
     )
     (wheel,) = [p.name for p in out.glob("*.whl")]
     href = wheel.replace("+", "%2B")  # S3 escapes "+" as vLLM's indexes do
@@ -189,7 +208,9 @@ def _wheel(work: Path, root: Path, wheels: Path, n: int, sha: str, *, root_only:
     )
     if sha != root_only:
         (out / "cpu" / "ticker").mkdir(parents=True)
-        (out / "cpu" / "index.html").write_text('<html><body><a href="ticker/">ticker</a></body></html>\n')
+        (out / "cpu" / "index.html").write_text(
+            '<html><body><a href="ticker/">ticker</a></body></html>\n'
+        )
         (out / "cpu" / "ticker" / "index.html").write_text(
             f'<html><body><a href="../../{href}">{wheel}</a></body></html>\n'
         )

@@ -1,0 +1,196 @@
+"""bisect --by commit for real: a small project's real git history (cloned from a real
+bare repository), a real wheel built per commit into a per-commit file index laid out as
+vLLM's, real uv legs and real checks; no mock of git, uv or the index."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uv
+from commit_history import BREAKS, FORK_GOOD, LAST, SLOWS, History, build_history
+from conftest import UV_CACHE
+from typer.testing import CliRunner
+
+from vllmdiag.bisect.by_commit import as_of
+from vllmdiag.cli.app import app
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]  # uv build takes flit_core from the index
+
+ANSWER = "import ticker, sys; sys.exit(0 if ticker.answer() == 42 else 1)"
+TIMED = (
+    "import time, ticker; t = time.perf_counter(); ticker.work(); "
+    "print(f'elapsed_ms={(time.perf_counter() - t) * 1000:.1f}')"
+)
+
+
+@pytest.fixture(scope="session")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
+    yield build_history(tmp_path_factory.mktemp("history"), UV_CACHE)
+
+
+def _args(h: History, *extra: str, good: str = "v0.1.0", bad: str = "v0.2.0") -> list[str]:
+    return [
+        "bisect",
+        "ticker",
+        "--by",
+        "commit",
+        "--good",
+        good,
+        "--bad",
+        bad,
+        "--repo-url",
+        h.bare.as_uri(),
+        "--wheels",
+        h.template,
+        "--variant",
+        "cpu",
+        *extra,
+    ]
+
+
+def _json(args: list[str]) -> dict[str, Any]:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_finds_the_breaking_commit_and_skips_commits_without_a_wheel(h: History) -> None:
+    data = _json(_args(h, "--fresh", "--json", "--", "python", "-c", ANSWER))
+    bad, good = data["first_bad"], data["last_good"]
+    assert bad["commit"] == h.main[BREAKS] and good["commit"] == h.main[BREAKS - 1]
+    assert bad["subject"] == "Return the answer off by one (#117)" and bad["pr"] == 117
+    assert bad["date"] == "2025-06-01T10:20:00+02:00" and data["exact"]
+    # The main branch in first-parent order from each release's fork point: the feature
+    # branch's own commits are not steps, the merge that brought them is.
+    assert [c["commit"] for c in data["commits"]] == list(h.in_range)
+    assert not set(h.feature) & {c["commit"] for c in data["commits"]}
+    assert any("v0.1.0 is not on refs/remotes/origin/main" in n for n in data["notes"])
+    steps = {s["version"]: s for s in data["steps"]}
+    skipped = [s for s in data["steps"] if s["verdict"] == "skip"]
+    assert skipped and all(s["version"] in h.no_wheel for s in skipped)
+    assert all(s["detail"].startswith(f"no wheel for {s['version']}") for s in skipped)
+    assert steps[h.main[FORK_GOOD]]["verdict"] == "good"
+    assert steps[h.main[LAST]]["verdict"] == "bad" and steps[h.main[LAST]]["rc"] == 1
+    assert len(data["steps"]) < len(data["commits"]) / 2
+
+
+def test_each_step_resolves_as_of_its_commit_and_the_repro_lines_work(
+    h: History, tmp_path: Path
+) -> None:
+    data = _json(_args(h, "--json", "--", "python", "-c", ANSWER))
+    journal = Path(data["journal"])
+    bad = data["first_bad"]
+    # The leg the step built: the commit's wheel by URL, the rest as of its commit date.
+    env_line = (journal.parent / f"{bad['commit']}.install.log").read_text().splitlines()[0]
+    marker = json.loads((Path(env_line.split()[1]) / ".vllmdiag-env.json").read_text())
+    assert marker["exclude_newer"] == as_of(bad["committed"]) == "2025-06-01T08:20:00Z"
+    (req,) = marker["requirements"]
+    assert req.startswith("ticker @ file://") and bad["commit"] in req
+    assert f"ticker-0.2.0.dev{BREAKS}+g{bad['commit'][:9]}-" in "\n".join(marker["freeze"])
+    # The reproduce lines, run as a user would, give both sides' answers.
+    shell_env = {**os.environ, "PATH": f"{Path(uv.find_uv_bin()).parent}:{os.environ['PATH']}"}
+    for rep, want in zip(data["reproduce"], (0, 1), strict=True):
+        script = "set -e\n" + "\n".join(rep["install"]) + "\n" + rep["check"] + "\n"
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=tmp_path, env=shell_env, capture_output=True, text=True
+        )
+        if want == 0:
+            assert done.returncode == 0, done.stderr
+        else:  # set -e: the check's failure is the script's
+            assert done.returncode == 1 and "Installed 1 package" in done.stderr
+
+
+def test_a_commit_without_its_variant_uses_the_commits_default_variant(h: History) -> None:
+    data = _json(_args(h, "--json", "--", "python", "-c", ANSWER))
+    by = {s["version"]: s for s in data["steps"]}
+    assert h.root_only in by, "the bisection path no longer crosses the root-only commit"
+    assert by[h.root_only]["verdict"] == "bad"
+    assert "no cpu index: tried the commit's default variant" in by[h.root_only]["detail"]
+
+
+def _journal_of(marker: str) -> Path | None:
+    for path in Path(os.environ["VLLMDIAG_CACHE"]).glob("bisect/*/journal.jsonl"):
+        head = json.loads(path.read_text().splitlines()[0])["header"]
+        if marker in " ".join(head["command"]):
+            return path
+    return None
+
+
+def test_resumes_after_sigkill(h: History, tmp_path: Path) -> None:
+    marker = str(tmp_path)
+    check = ["python", "-c", f"import time; time.sleep(0.3)\n{ANSWER}  # {marker}"]
+    argv = [sys.executable, "-c", "from vllmdiag.cli.app import main; main()"]
+    runner = subprocess.Popen(
+        [*argv, *_args(h, "--", *check)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    journal = None
+    while time.monotonic() < deadline:
+        journal = _journal_of(marker)
+        if journal is not None and len(journal.read_text().splitlines()) >= 3:
+            break
+        assert runner.poll() is None, runner.communicate()
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    assert journal is not None
+    kept = [json.loads(x)["version"] for x in journal.read_text().splitlines()[1:]]
+    assert 2 <= len(kept) < 7
+    data = _json(_args(h, "--json", "--", *check))
+    assert data["first_bad"]["commit"] == h.main[BREAKS]
+    resumed = {s["version"] for s in data["steps"] if s["resumed"]}
+    assert set(kept) <= resumed and len(resumed) < len(data["steps"])
+    assert Path(data["journal"]) == journal
+
+
+def test_metric_slowdown_with_a_threshold_derived_from_the_ends(h: History) -> None:
+    data = _json(
+        _args(h, "--fresh", "--metric", "elapsed_ms", "--json", "--", "python", "-c", TIMED)
+    )
+    assert data["first_bad"]["commit"] == h.main[SLOWS]
+    assert data["first_bad"]["subject"] == "Sleep longer in work (#122)"
+    assert data["derived"] and 1 < data["threshold"] < 10  # lower is better: above 1
+    assert 35 < data["baseline"] < 200
+    for step in data["steps"]:
+        if step["verdict"] != "skip":
+            assert len(step["values"]) == 3, step  # --repeat defaults to 3 for a metric
+            assert f"elapsed_ms={step['value']:g}" in step["detail"]
+    slow = {s["version"]: s for s in data["steps"]}[h.main[LAST]]
+    assert slow["value"] > 350 and slow["verdict"] == "bad"
+
+
+def test_metric_bisection_refuses_ends_inside_the_noise(h: History) -> None:
+    before = h.main[SLOWS - 1]
+    result = CliRunner().invoke(
+        app, _args(h, "--metric", "elapsed_ms", "--", "python", "-c", TIMED, bad=before)
+    )
+    assert result.exit_code == 1
+    said = " ".join(result.output.split())
+    assert "the two ends do not differ beyond their noise" in said
+    assert "under the 5% floor" in said or "within their spread" in said
+    # both ends' values, each repeat of each, are said
+    error = said[said.index("the two ends do not differ") :]
+    assert "good end" in error and "bad end" in error
+    assert error.split("good end", 1)[1].count(",") >= 4, error  # 3 + 3 repeats shown
+
+
+def test_cli_refuses_commit_options_on_a_release_bisection() -> None:
+    result = CliRunner().invoke(
+        app, ["bisect", "ticker", "--good", "1", "--bad", "2", "--wheels", "x", "--", "true"]
+    )
+    assert result.exit_code == 1 and "--wheels is for a bisection by commit" in result.output
+
+
+@pytest.fixture
+def h(history: History) -> History:
+    return history
