@@ -184,6 +184,32 @@ def test_metric_bisection_refuses_ends_inside_the_noise(h: History) -> None:
     assert error.split("good end", 1)[1].count(",") >= 4, error  # 3 + 3 repeats shown
 
 
+REPORT_RUN = Path(__file__).parent / "fixtures" / "report" / "thrmma-cpu"
+
+
+def test_report_names_the_commit_from_the_json_or_the_journal(h: History, tmp_path: Path) -> None:
+    data = _json(_args(h, "--json", "--", "python", "-c", ANSWER))
+    saved = tmp_path / "bisect.json"
+    saved.write_text(json.dumps(data))
+    sha = h.main[BREAKS]
+    for given in (saved, Path(data["journal"])):
+        result = CliRunner().invoke(app, ["report", str(REPORT_RUN), "--bisect", str(given)])
+        assert result.exit_code == 0, result.output
+        body = result.stdout
+        assert "## Bisection\n" in body
+        named = (
+            f"`{sha}` `Return the answer off by one (#117)` (2025-06-01T10:20:00+02:00, PR #117)"
+        )
+        assert f"- First bad commit: {named}" in body
+        assert f"the first bad commit is {named}." in body  # in the summary too
+        assert f"Reproduce the first bad side (`{sha[:10]}`)" in body
+    unfinished = tmp_path / "journal.jsonl"
+    unfinished.write_text("\n".join(Path(data["journal"]).read_text().splitlines()[:3]) + "\n")
+    result = CliRunner().invoke(app, ["report", str(REPORT_RUN), "--bisect", str(unfinished)])
+    assert result.exit_code == 1 and "neither a bisect result" in result.stderr
+    assert "Traceback" not in result.output
+
+
 def test_cli_refuses_commit_options_on_a_release_bisection() -> None:
     result = CliRunner().invoke(
         app, ["bisect", "ticker", "--good", "1", "--bad", "2", "--wheels", "x", "--", "true"]

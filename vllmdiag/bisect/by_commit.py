@@ -22,7 +22,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from vllmdiag import redact
+from vllmdiag import atomic, codec, redact
 from vllmdiag.bisect.command_check import leg_runs
 from vllmdiag.bisect.commit_info import CommitInfo
 from vllmdiag.bisect.commit_results import CommitBisectResult, Reproduce
@@ -201,7 +201,7 @@ def bisect_commits(
         bracket, _ = bisect_positions(len(commits), check)
     order = {c.commit: i for i, c in enumerate(commits)}
     first_bad, last_good = commits[bracket.first_bad], commits[bracket.last_good]
-    return CommitBisectResult(
+    result = CommitBisectResult(
         package=plan.label,
         first_bad=first_bad,
         last_good=last_good,
@@ -221,6 +221,10 @@ def bisect_commits(
         journal=journal.path,
         elapsed_s=round(time.monotonic() - start, 3),
     )
+    # The journal ends with the answer (a line the journal's reader skips on resume), so
+    # that ``report --bisect`` can take the journal itself.
+    atomic.append_jsonl(journal.path, {"result": codec.dump(result)})
+    return result
 
 
 def _derive(
