@@ -184,6 +184,38 @@ def test_metric_bisection_refuses_ends_inside_the_noise(h: History) -> None:
     assert error.split("good end", 1)[1].count(",") >= 4, error  # 3 + 3 repeats shown
 
 
+RECIPE = """\
+name: ticker-answer
+question: Which commit of ticker broke answer()?
+legs:
+  plain:
+    requirements: [ticker]
+baseline:
+  leg: plain
+workloads:
+  answer:
+    command: ["{python}", "-c", "import ticker; assert ticker.answer() == 42, ticker.answer()"]
+arms: []
+repeats: 1
+timeout: 120
+"""
+
+
+def test_a_recipe_cell_is_the_check_with_the_commits_wheel_on_its_leg(
+    h: History, tmp_path: Path
+) -> None:
+    recipe = tmp_path / "ticker.yaml"
+    recipe.write_text(RECIPE)
+    data = _json(_args(h, "--fresh", "--json", "--recipe", str(recipe), "--cell", "answer"))
+    assert data["first_bad"]["commit"] == h.main[BREAKS] and data["exact"]
+    bad = {s["version"]: s for s in data["steps"]}[h.main[BREAKS]]
+    assert bad["verdict"] == "bad" and bad["detail"].startswith("fail: AssertionError")
+    run_dir = Path(data["journal"]).parent / h.main[BREAKS] / "run0"
+    (record,) = [json.loads(p.read_text()) for p in (run_dir / "envs").glob("*.json")]
+    (req,) = record["requirements"]  # the recipe leg's ticker, replaced by the commit's wheel
+    assert req.startswith("ticker @ file://") and h.main[BREAKS] in req
+
+
 REPORT_RUN = Path(__file__).parent / "fixtures" / "report" / "thrmma-cpu"
 
 
