@@ -216,6 +216,35 @@ def test_a_recipe_cell_is_the_check_with_the_commits_wheel_on_its_leg(
     assert req.startswith("ticker @ file://") and h.main[BREAKS] in req
 
 
+def test_prebuilt_environments_as_per_commit_entries(h: History, tmp_path: Path) -> None:
+    """A machine with no index: each commit's entry is an environment built beforehand
+    (as the device host's staged releases are), linked under the commit's sha."""
+    entries = tmp_path / "envs"
+    entries.mkdir()
+    uv_bin = uv.find_uv_bin()
+    for sha in (h.main[SLOWS - 1], h.main[SLOWS]):
+        venv = tmp_path / f"venv-{sha[:7]}"
+        (wheel,) = (h.wheels / sha).glob("*.whl")
+        subprocess.run([uv_bin, "venv", "-q", str(venv)], check=True)
+        subprocess.run(
+            [uv_bin, "pip", "install", "-q", "--python", str(venv / "bin/python"), str(wheel)],
+            check=True,
+        )
+        (entries / sha).symlink_to(venv)
+    args = _args(h, good=h.main[SLOWS - 1], bad=h.main[SLOWS])
+    args[args.index("--wheels") + 1] = entries.as_uri() + "/{commit}"
+    args.remove("--variant")
+    args.remove("cpu")
+    data = _json([*args, "--metric", "elapsed_ms", "--json", "--", "python", "-c", TIMED])
+    assert data["first_bad"]["commit"] == h.main[SLOWS] and data["exact"]
+    assert [len(s["values"]) for s in data["steps"]] == [3, 3]
+    assert all("the prebuilt environment" in s["detail"] or "ratio" in s["detail"]
+               for s in data["steps"])  # fmt: skip
+    assert data["reproduce"][1]["install"] == [
+        f"# the prebuilt environment {(tmp_path / f'venv-{h.main[SLOWS][:7]}').resolve()}"
+    ]
+
+
 REPORT_RUN = Path(__file__).parent / "fixtures" / "report" / "thrmma-cpu"
 
 

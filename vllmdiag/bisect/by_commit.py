@@ -262,11 +262,21 @@ def _derive(
 def _run_step(plan: _Plan, c: CommitInfo, logs: Path) -> Step:
     t0 = time.monotonic()
     found = commit_wheel(plan.template, c.commit, plan.variant, plan.name, plan.python)
+    runs: list[CheckRun] | Step
+    if found.env is not None:
+        if plan.target is not None:
+            raise VllmdiagError(
+                f"the entry of {c.short} is a prebuilt environment ({found.env}): a recipe "
+                "cell runs on its own leg",
+                where="--recipe",
+                hint="give the check as a command after -- for prebuilt environments",
+            )
+        runs = leg_runs(plan.req, plan.label, None, c.commit, logs, existing=found.env)
+        return _step(c, runs, found.said, t0)
     if found.file is None:
         said = f"no wheel for {c.commit}: {found.said}"
         return Step(c.commit, StepVerdict.SKIP, None, _since(t0), detail=said)
     pin = f"{plan.label} @ {found.file.url}"
-    runs: list[CheckRun] | Step
     if plan.target is not None:
         from vllmdiag.bisect.recipe_cell import cell_runs
 
@@ -275,13 +285,17 @@ def _run_step(plan: _Plan, c: CommitInfo, logs: Path) -> Step:
         )
     else:
         runs = leg_runs(plan.req, pin, as_of(c.committed), c.commit, logs)
+    return _step(c, runs, found.said, t0)
+
+
+def _step(c: CommitInfo, runs: list[CheckRun] | Step, said: str, t0: float) -> Step:
     if isinstance(runs, Step):  # the leg did not build: a skip
         return replace(runs, elapsed_s=_since(t0))
     rcs = tuple(r.rc for r in runs)
     values = tuple(r.value for r in runs if r.value is not None)
     value = statistics.median(values) if values else None
     verdict = majority([r.verdict for r in runs])
-    detail = runs[-1].detail or found.said
+    detail = runs[-1].detail or said
     return Step(c.commit, verdict, rcs[-1], _since(t0), rcs, value, detail=detail, values=values)
 
 
@@ -306,6 +320,9 @@ def _judge(plan: _Plan, step: Step, baseline: float | None, threshold: float | N
 
 def _reproduce(plan: _Plan, c: CommitInfo) -> Reproduce:
     found = commit_wheel(plan.template, c.commit, plan.variant, plan.name, plan.python)
+    if found.env is not None:
+        check = f"PATH={shlex.quote(str(found.env / 'bin'))}:$PATH {shlex.join(plan.req.command)}"
+        return Reproduce(c.commit, None, (f"# the prebuilt environment {found.env}",), check)
     url = found.file.url if found.file else None
     venv = f"bisect-{c.commit[:10]}"
     pin = f"{plan.label} @ {url}" if url else f"{plan.label} (no wheel: {found.said})"

@@ -8,11 +8,18 @@ per-commit indexes carry no upload times, and uv drops a file without one as soo
 ``--exclude-newer`` is set (which a step needs for the rest of its resolve); a direct URL
 is outside exclude-newer in every uv this project supports, where
 ``--exclude-newer-package PKG=false`` exists only in recent ones.
+
+On a machine with no index, a ``file://`` entry may instead be a prebuilt environment (a
+venv, or a link to one) with that commit's package in it: the step then runs the check
+in it as it is (an ``existing`` leg), as a recipe's ``path:`` leg does.
 """
 
 from __future__ import annotations
 
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -33,6 +40,7 @@ class CommitWheel:
     index: str
     file: IndexFile | None
     said: str
+    env: Path | None = None  # a prebuilt environment for this commit, used as it is
 
 
 def _versions(files: tuple[IndexFile, ...]) -> list[Version]:
@@ -51,6 +59,9 @@ def commit_wheel(
 ) -> CommitWheel:
     """The wheel of ``name`` at ``commit`` for ``python`` (X.Y) on this platform."""
     index = render(template, commit, variant)
+    env = prebuilt_env(index)
+    if env is not None:
+        return CommitWheel(commit, index, None, f"the prebuilt environment {env}", env)
     files = html_index.project_files(index, name)
     notes = []
     if files is None:
@@ -69,3 +80,15 @@ def commit_wheel(
     listed = sum(1 for f in files if f.is_wheel)
     why = f"{listed} wheel(s) at {shown}, none for Python {python} on this platform"
     return CommitWheel(commit, index, None, "; ".join([*notes, why]))
+
+
+def prebuilt_env(index: str) -> Path | None:
+    """The environment a ``file://`` entry is (a directory with ``pyvenv.cfg`` or
+    ``bin/python``), else None."""
+    parts = urllib.parse.urlsplit(index)
+    if parts.scheme != "file":
+        return None
+    path = Path(urllib.request.url2pathname(parts.path))
+    if (path / "pyvenv.cfg").is_file() or (path / "bin" / "python").exists():
+        return path.resolve()
+    return None
