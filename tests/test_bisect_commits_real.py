@@ -169,6 +169,30 @@ def test_metric_slowdown_with_a_threshold_derived_from_the_ends(h: History) -> N
     assert slow["value"] > 350 and slow["verdict"] == "bad"
 
 
+def test_metric_with_a_given_threshold_on_a_users_clone(h: History, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(h.bare), str(clone)], check=True)
+    args = _args(h, "--metric", "elapsed_ms", "--threshold", "2", "--repeat", "1", "--json")
+    at = args.index("--repo-url")
+    args[at : at + 2] = ["--repo", str(clone)]
+    data = _json([*args, "--", "python", "-c", TIMED])
+    assert data["first_bad"]["commit"] == h.main[SLOWS]
+    assert not data["derived"] and data["threshold"] == 2.0
+    assert all(len(s["values"]) == 1 for s in data["steps"] if s["verdict"] != "skip")
+
+
+def test_revisions_the_clone_lacks_are_one_line_errors(h: History) -> None:
+    result = CliRunner().invoke(app, _args(h, "--", "true", bad="v9.9.9"))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "no commit 'v9.9.9'" in result.stderr and "hint:" in result.stderr
+    backwards = CliRunner().invoke(
+        app, _args(h, "--", "true", good=h.main[LAST], bad=h.main[FORK_GOOD])
+    )
+    assert backwards.exit_code == 1 and "is not on refs/remotes/origin/main's first-parent" in (
+        backwards.stderr
+    )
+
+
 def test_metric_bisection_refuses_ends_inside_the_noise(h: History) -> None:
     before = h.main[SLOWS - 1]
     result = CliRunner().invoke(
