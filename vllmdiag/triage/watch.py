@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from vllmdiag.triage.callers import wrapper_in
 from vllmdiag.triage.deaths import DeathWatch
 from vllmdiag.triage.lines import normalise
 from vllmdiag.triage.tracebacks import TracebackParser
@@ -26,6 +27,7 @@ class Watch:
         self.version: str | None = None
         self.finished: str | None = None
         self.cli_error: tuple[int, str, str] | None = None
+        self.wrapper: str | None = None  # a program that built vLLM's command line
 
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
@@ -41,6 +43,8 @@ class Watch:
                 m = _CLI_ERROR.match(text.strip())
                 if m:
                     self.cli_error = (number, m["msg"], m["prog"])
+        if self.wrapper is None and "amalama" in text.lower():
+            self.wrapper = wrapper_in(text)
         if self.finished is None and ("Throughput: " in text or "Avg latency: " in text):
             m = _FINISHED.search(text)
             self.finished = text.strip() if m else None
