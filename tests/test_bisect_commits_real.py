@@ -20,7 +20,7 @@ from commit_history import BREAKS, FORK_GOOD, LAST, SLOWS, History, build_histor
 from conftest import UV_CACHE
 from typer.testing import CliRunner
 
-from vllmdiag.bisect.by_commit import as_of
+from vllmdiag.bisect.commit_plan import as_of
 from vllmdiag.cli.app import app
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]  # uv build takes flit_core from the index
@@ -238,6 +238,12 @@ def test_a_recipe_cell_is_the_check_with_the_commits_wheel_on_its_leg(
     (record,) = [json.loads(p.read_text()) for p in (run_dir / "envs").glob("*.json")]
     (req,) = record["requirements"]  # the recipe leg's ticker, replaced by the commit's wheel
     assert req.startswith("ticker @ file://") and h.main[BREAKS] in req
+    # Its side is reproduced from the step's run directory, a run like any matrix's.
+    check = data["reproduce"][1]["check"]
+    assert check.startswith(f"vllmdiag report {run_dir}")
+    drafted = CliRunner().invoke(app, ["report", str(run_dir)])
+    assert drafted.exit_code == 0, drafted.output
+    assert "## Reproduction" in drafted.stdout and "AssertionError" in drafted.stdout
 
 
 def test_prebuilt_environments_as_per_commit_entries(h: History, tmp_path: Path) -> None:
