@@ -193,6 +193,16 @@ def test_revisions_the_clone_lacks_are_one_line_errors(h: History) -> None:
     )
 
 
+def test_an_end_without_a_wheel_is_named_with_why(h: History) -> None:
+    good = h.main[7]  # no wheel was built for it
+    assert good in h.no_wheel
+    result = CliRunner().invoke(app, _args(h, "--", "python", "-c", ANSWER, good=good))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    said = " ".join(result.stderr.split())
+    assert f"--good: the --good end {good[:10]} (Change 7 (#107)) checks skip, not good" in said
+    assert f"no wheel for {good}" in said
+
+
 def test_metric_bisection_refuses_ends_inside_the_noise(h: History) -> None:
     before = h.main[SLOWS - 1]
     result = CliRunner().invoke(

@@ -36,7 +36,13 @@ from vllmdiag.bisect.request import (
     question,
 )
 from vllmdiag.bisect.results import CheckRun, Step
-from vllmdiag.bisect.search import StepVerdict, bisect_positions, majority, metric_verdict
+from vllmdiag.bisect.search import (
+    EndpointError,
+    StepVerdict,
+    bisect_positions,
+    majority,
+    metric_verdict,
+)
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.measuring import measuring
@@ -96,7 +102,10 @@ def bisect_commits(
         if req.metric is not None and req.threshold is None:
             state["baseline"], state["threshold"] = _derive(plan, measure, commits, emit)
             derived = True
-        bracket, _ = bisect_positions(len(commits), check)
+        try:
+            bracket, _ = bisect_positions(len(commits), check)
+        except EndpointError as exc:
+            raise _endpoint_error(exc, commits[exc.position], steps) from None
     order = {c.commit: i for i, c in enumerate(commits)}
     first_bad, last_good = commits[bracket.first_bad], commits[bracket.last_good]
     result = CommitBisectResult(
@@ -157,6 +166,20 @@ def _derive(
         )
     emit(Note("info", f"threshold {gap.threshold:g} (the ends' midpoint, derived)"))
     return gap.good, gap.threshold
+
+
+def _endpoint_error(exc: EndpointError, c: CommitInfo, steps: dict[str, Step]) -> VllmdiagError:
+    """The end that did not check as the user said, named with what its step found."""
+    step = steps.get(c.commit)
+    said = (step.detail.splitlines() or [""])[-1] if step is not None and step.detail else ""
+    end = exc.end.value
+    return VllmdiagError(
+        f"the --{end} end {c.short} ({c.subject}) checks {exc.got.value}, not {end}"
+        + (f": {said[:300]}" if said else ""),
+        where=f"--{end}",
+        hint=f"give a --{end} end whose wheel installs here and checks {end}; "
+        "a bisection needs both ends to check as said",
+    )
 
 
 def _run_step(plan: commit_plan.Plan, c: CommitInfo, logs: Path) -> Step:

@@ -28,6 +28,7 @@ from vllmdiag.envs.spec import LegSpec, default_python
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.pkgindex import arguments as args
 from vllmdiag.pkgindex import config
+from vllmdiag.pkgindex.target_python import check_python
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,10 @@ def plan(req: BisectRequest, target: RecipeCell | None) -> Plan:
         leg = _cell_leg(target) if target else None
         named = variant_in([*leg.requirements, *leg.extra_index_urls]) if leg else None
         variant = named or machine_variant()
-    python = target.python if target else (req.python or default_python())
+    # The X.Y the wheels are picked for (``--python`` may name an interpreter by path).
+    python, _ = check_python(
+        args.python_request(target.python if target else (req.python or default_python()))
+    )
     return Plan(req, target, pkg.name + extras, pkg.name, template, variant, python)
 
 
