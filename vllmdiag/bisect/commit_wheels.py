@@ -5,9 +5,10 @@ and this platform.
 
 The step installs that wheel by its URL (``PKG @ URL``), not by name from the index: the
 per-commit indexes carry no upload times, and uv drops a file without one as soon as
-``--exclude-newer`` is set (which a step needs for the rest of its resolve); a direct URL
-is outside exclude-newer in every uv this project supports, where
-``--exclude-newer-package PKG=false`` exists only in recent ones.
+``--exclude-newer`` is set (which a step needs for the rest of its resolve), whatever the
+date, a per-package one included; ``--exclude-newer-package PKG=false`` lifts it only in
+recent uv (uv 0.5, the least this project takes, has no ``--exclude-newer-package``). A
+direct URL is outside the cutoff in both (checked with uv 0.5.0 and 0.13.9).
 
 On a machine with no index, a ``file://`` entry may instead be a prebuilt environment (a
 venv, or a link to one) with that commit's package in it: the step then runs the check
