@@ -159,6 +159,8 @@ def build_history(root: Path, uv_cache: Path) -> History:
     _git(work, "checkout", "-q", "main")
     bare = root / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
+    # serve blobless clones, as GitHub does
+    subprocess.run(["git", "-C", str(bare), "config", "uploadpack.allowFilter", "true"], check=True)
     wheels = root / "wheels"
     in_range = main[FORK_GOOD : LAST + 1]
     first = next_candidate(len(in_range), {0: StepVerdict.GOOD, len(in_range) - 1: StepVerdict.BAD})

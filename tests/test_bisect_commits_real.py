@@ -181,6 +181,64 @@ def test_metric_with_a_given_threshold_on_a_users_clone(h: History, tmp_path: Pa
     assert all(len(s["values"]) == 1 for s in data["steps"] if s["verdict"] != "skip")
 
 
+def test_the_cached_clone_is_fetched_on_reuse_and_used_as_it_was_when_it_cannot_be(
+    h: History, tmp_path: Path
+) -> None:
+    import shutil
+
+    remote = shutil.copytree(h.bare, tmp_path / "remote.git")
+    subprocess.run(
+        ["git", "-C", str(remote), "config", "uploadpack.allowFilter", "true"], check=True
+    )
+    args = _args(h, "--json", "--", "python", "-c", ANSWER)
+    args[args.index("--repo-url") + 1] = remote.as_uri()
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    clones = list((Path(os.environ["VLLMDIAG_CACHE"]) / "repos").glob("*/.git"))
+    (clone,) = [c.parent for c in clones if remote.as_uri() in (c / "config").read_text()]
+    config = (clone / ".git" / "config").read_text()
+    assert "partialclonefilter = blob:none" in config  # metadata only
+    assert not (clone / "ticker").exists()  # no checkout
+    listed = subprocess.run(
+        ["git", "-C", str(clone), "rev-list", "--objects", "--all", "--missing=print"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert sum(line.startswith("?") for line in listed) > 30  # the blobs were never fetched
+    # A commit lands on the remote's main: the next bisection fetches it.
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(remote), str(work)], check=True)
+    (work / "NOTES.txt").write_text("later\n")
+    ident = ["-c", "user.name=d", "-c", "user.email=d@example.org"]
+    subprocess.run(["git", "-C", str(work), *ident, "commit", "-qam", "Later (#999)"], check=True)
+    subprocess.run(["git", "-C", str(work), "push", "-q", "origin", "main"], check=True)
+    later = subprocess.run(
+        ["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    subprocess.run(["git", "-C", str(work), "tag", "v0.3.0"], check=True)
+    subprocess.run(["git", "-C", str(work), "push", "-q", "origin", "v0.3.0"], check=True)
+
+    def origin_main() -> str:
+        done = subprocess.run(
+            ["git", "-C", str(clone), "rev-parse", "refs/remotes/origin/main"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    assert origin_main() == h.main[-1]
+    refetched = CliRunner().invoke(app, args)
+    assert refetched.exit_code == 0, refetched.output
+    assert origin_main() == later
+    # The remote gone: the clone as it was, said.
+    shutil.rmtree(remote)
+    offline = CliRunner().invoke(app, args)
+    assert offline.exit_code == 0, offline.output
+    assert "using the clone as it was" in offline.stderr + offline.stdout
+
+
 def test_revisions_the_clone_lacks_are_one_line_errors(h: History) -> None:
     result = CliRunner().invoke(app, _args(h, "--", "true", bad="v9.9.9"))
     assert result.exit_code == 1 and "Traceback" not in result.output

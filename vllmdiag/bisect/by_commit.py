@@ -57,7 +57,10 @@ def bisect_commits(
     start = time.monotonic()
     target = commit_plan.validate_commits(req)
     plan = commit_plan.plan(req, target)
-    repo = req.repo or cached_clone(req.repo_url or DEFAULT_REPOS[canonicalize_name(plan.name)])
+    stale = None
+    repo = req.repo
+    if repo is None:
+        repo, stale = cached_clone(req.repo_url or DEFAULT_REPOS[canonicalize_name(plan.name)])
     found = commit_range(repo, req.good, req.bad, req.main)
     commits = found.commits
     asked = replace(
@@ -68,6 +71,8 @@ def bisect_commits(
     )
     journal = BisectJournal(cache_root() / "bisect" / asked.key, asked, fresh=req.fresh)
     emit = fan_out(journal, observer)
+    if stale is not None:
+        emit(Note("warning", stale))
     for note in found.notes:
         emit(Note("info", note))
     emit(CandidatesListed(plan.label, tuple(c.commit for c in commits), journal.path))

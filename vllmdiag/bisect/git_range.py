@@ -59,8 +59,9 @@ def git(repo: Path, *args: str, what: str | None = None, timeout: float = 600.0)
         ) from None
 
 
-def cached_clone(url: str) -> Path:
-    """vllmdiag's metadata-only clone of ``url`` (made once, fetched again on reuse)."""
+def cached_clone(url: str) -> tuple[Path, str | None]:
+    """vllmdiag's metadata-only clone of ``url`` (made once, fetched again on reuse), and
+    a note when the fetch failed and the clone is used as it was."""
     shown = redact.url(url)
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
     root = cache_root() / "repos"
@@ -68,8 +69,12 @@ def cached_clone(url: str) -> Path:
     repo = root / key
     with file_lock(root / f"{key}.lock", what=f"the clone of {shown}"):
         if (repo / ".git").is_dir():
-            git(repo, "fetch", "--quiet", "--tags", "--force", "origin", what=f"git fetch {shown}")
-            return repo
+            try:
+                git(repo, "fetch", "--quiet", "--tags", "--force", "origin", what="git fetch")
+            except VllmdiagError as exc:
+                said = exc.message.splitlines()[-1][:200]
+                return repo, f"cannot fetch {shown} ({said}): using the clone as it was"
+            return repo, None
         part = root / f"{key}.part{os.getpid()}"
         shutil.rmtree(part, ignore_errors=True)
         done = proc.run(
@@ -91,7 +96,7 @@ def cached_clone(url: str) -> Path:
             )
         shutil.rmtree(repo, ignore_errors=True)
         part.rename(repo)  # whole or not at all: an interrupted clone is never reused
-    return repo
+    return repo, None
 
 
 def resolve(repo: Path, rev: str, where: str) -> str:
