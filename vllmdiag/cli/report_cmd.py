@@ -45,6 +45,15 @@ def report(
             "--profile", metavar="PROFILE_RUN", help="A run directory 'vllmdiag profile' wrote."
         ),
     ] = None,
+    bisect: Annotated[
+        Path | None,
+        typer.Option(
+            "--bisect",
+            metavar="BISECT.json",
+            help="A bisect result: what 'vllmdiag bisect ... --json' printed, or the journal "
+            "of a finished bisection.",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", metavar="FILE", help="Write the issue body (Markdown) to FILE."),
@@ -56,7 +65,7 @@ def report(
     Where it goes and why, a title, and a body in the target's template
     (vLLM's bug form for vLLM). Sections appear where there is evidence:
     the environment, a reproduction that pastes and runs, the root cause,
-    the single-variable evidence, the dependency window, the blast radius,
+    the single-variable evidence, a bisection, the dependency window, the blast radius,
     a profile, search terms. Secrets, credentials in URLs, home paths, user
     and host names are redacted, and the body ends with what was.
     """
@@ -66,7 +75,7 @@ def report(
         def note(event: Note) -> None:
             stderr.print(Text(f"{event.level}: {event.text}", style="yellow"), highlight=False)
 
-        drafted = draft_report(ReportRequest(tuple(runs), window, profile), note)
+        drafted = draft_report(ReportRequest(tuple(runs), window, profile, bisect), note)
         if out is not None:
             _write(out, drafted.body)
         if as_json:

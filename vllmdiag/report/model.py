@@ -53,6 +53,7 @@ class SectionId(str, Enum):
     ROOT_CAUSE = "root-cause"
     EVIDENCE = "evidence"
     WINDOW = "window"
+    BISECT = "bisect"
     BLAST_RADIUS = "blast-radius"
     PROFILE = "profile"
     DUPLICATES = "duplicates"
