@@ -3,7 +3,9 @@ again from what its directory holds, nothing run: the recipe and the legs as its
 ``manifest.json`` recorded them, every cell's ``result.json`` and log. It rewrites
 ``summary.md``, ``summary.txt`` and ``verdict.json`` (atomically) and journals that it
 did, so a verdict rule that changes can be applied to old runs, and a run kept as a
-fixture regenerates its verdict on a machine without its legs.
+fixture regenerates its verdict on a machine without its legs. Each cell whose outcome
+was read from its log is judged again with the triage that runs now (``runner/reread``):
+whose fault a failure is may have been read otherwise when the run was recorded.
 
 Inert arms are judged from the recorded evidence (the legs' versions, the cells' logs
 and fingerprints); what only the live leg can say (the environment variables its vLLM
@@ -30,6 +32,7 @@ from vllmdiag.plan import arm_infos, expand
 from vllmdiag.plan.cells import arm_leg
 from vllmdiag.runner.on_node import skipped_result
 from vllmdiag.runner.readers import inert_from
+from vllmdiag.runner.reread import reread
 from vllmdiag.study.reading import env_record
 
 MANIFEST = "manifest.json"
@@ -45,7 +48,7 @@ def rejudge(path: Path, warn: Callable[[str], None] | None = None) -> MatrixRepo
     results = []
     for plan in expand(recipe):
         got = found.get(plan.id)
-        results.append(_local_log(path, got) if got is not None else skipped_result(plan))
+        results.append(reread(path, _local_log(path, got)) if got else skipped_result(plan))
     verdict = _decide(recipe, results, envs)
     events = run.events() if (path / EVENTS).is_file() else []
     ends = [e for e in events if e.get("event") == "run_finished"]

@@ -22,7 +22,7 @@ from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import EnvRecord, StackInfo
 from vllmdiag.model.verdict import Verdict
-from vllmdiag.report.reread import reread
+from vllmdiag.runner.reread import reread
 from vllmdiag.window import WindowResult
 
 Warn = Callable[[str], None]

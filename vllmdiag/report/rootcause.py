@@ -12,7 +12,7 @@ from vllmdiag.model.hang import HangReport
 from vllmdiag.model.outcome import CauseSummary, Outcome
 from vllmdiag.report import md
 from vllmdiag.report.case import Case
-from vllmdiag.report.reread import cell_log
+from vllmdiag.runner.reread import cell_log
 from vllmdiag.triage.blame import blame_text
 from vllmdiag.triage.lines import normalise
 
