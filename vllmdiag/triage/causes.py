@@ -15,6 +15,28 @@ from vllmdiag.triage.signature import signature
 from vllmdiag.triage.tracebacks import Link, Traceback
 
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
+#: Lines a logger writes above a traceback that announce it without saying what failed:
+#: never a root cause by themselves.
+_STOCK = re.compile(
+    r"^(?:Process [\w-]+|Exception in [\w .-]+|Error (?:in|executing|while|during) [^:]*"
+    r"|(?:Unhandled|Uncaught) exception[^:]*|Task exception was never retrieved"
+    r"|EngineCore (?:failed to start|hit an exception|encountered a fatal error)"
+    r"|WorkerProc (?:hit an exception|failed to start)[^:]*"
+    r"|An? (?:error|exception) (?:occurred|was raised|happened)[^:]*|Traceback.*)[.:!]?$"
+    r"|:$"
+)
+#: Words an error statement has (``No module named ..``, ``Timed out after ..``, ``.. is
+#: only supported ..``); a logger's context line (``OpenAI async completion``) has none.
+_SAYS_WHAT_FAILED = re.compile(
+    r"(?i)(?:error|fail|\bnot\b|\bno\b|cannot|can't|unable|invalid|unsupported|\bonly\b"
+    r"|\bmust\b|timed? ?out|missing|denied|refused|exceed|too (?:large|long|many|small)"
+    r"|out of|killed|died|unknown|unexpected|illegal|mismatch)"
+)
+#: A pydantic v2 validation error's body (``[type=value_error, input_value=..]``): its
+#: header line (``pydantic_core._pydantic_core.ValidationError: 1 validation error for
+#: ModelConfig``) is what a cut paste loses.
+_PYDANTIC_BODY = re.compile(r"\[type=\w+, input_value=")
+PYDANTIC_ERROR = "pydantic_core._pydantic_core.ValidationError"
 
 
 def hit(cat: Catalogue, link: Link, version: str | None) -> Hit | None:
@@ -64,7 +86,8 @@ def _cause(
 
 
 def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str) -> RootCause:
-    headless = tb.headless and link is tb.links[0]
+    # a Ray task's remote traceback is read as headless when the task error was
+    headless = tb.headless and (link is tb.links[0] or link.relation == "remote")
     if link.kind == "notice":
         why = [
             f"vLLM's note of an exception in {tb.process} (line {link.exc_line}); "
@@ -119,6 +142,39 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         package=package,
         files=[f.file for f in link.frames],
         frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in link.frames[-3:]),
+    )
+
+
+def header_states_error(tb: Traceback) -> bool:
+    """The line logged right above a traceback cut before its exception line states the
+    error itself (``logger.error(exc, exc_info=True)`` writes the message, then the
+    traceback): an error-level or raw line, not a stock announcement."""
+    head = tb.header.strip()
+    if not tb.header_error or len(head) < 8 or not any(c.isalpha() for c in head):
+        return False
+    return _STOCK.search(head) is None and _SAYS_WHAT_FAILED.search(head) is not None
+
+
+def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
+    head = tb.header.strip()
+    typ = PYDANTIC_ERROR if _PYDANTIC_BODY.search(head) else ""
+    why = (
+        f"the error {tb.process} logged right above a traceback (line {tb.first_line}) that "
+        "is cut before its exception line"
+    )
+    if typ:
+        why += "; its body is a pydantic validation error whose header line is cut"
+    return _cause(
+        cat,
+        ev,
+        typ=typ,
+        message=head,
+        process=tb.process,
+        lines=(tb.first_line, tb.first_line),
+        reason=why,
+        evidence="traceback",
+        origin="unknown",
+        package=None,
     )
 
 

@@ -37,6 +37,7 @@ class _Rule:
     strength: str
     origin: str  # vllm, dependency:<pkg>, stack (faulthandler's frames), unknown
     process: Callable[[re.Match[str], str], str] = lambda m, p: p
+    from_match: bool = False  # the message starts where the pattern does (past a prefix)
 
 
 def _named(group: str) -> Callable[[re.Match[str], str], str]:
@@ -45,6 +46,10 @@ def _named(group: str) -> Callable[[re.Match[str], str], str]:
 
 def _v0(m: re.Match[str], p: str) -> str:
     return f"{m['name']} pid={m['pid']}"
+
+
+def _raylet(m: re.Match[str], p: str) -> str:
+    return "raylet"
 
 
 RULES: tuple[_Rule, ...] = (
@@ -69,7 +74,7 @@ RULES: tuple[_Rule, ...] = (
         "vllm",
         _named("proc"),
     ),
-    _Rule(re.compile(r"got fatal signal from worker processes"), "strong", "vllm"),
+    _Rule(re.compile(r"[Gg]ot fatal signal from worker processes"), "strong", "vllm"),
     _Rule(
         re.compile(
             r"Watchdog caught collective operation timeout|watchdog thread "
@@ -80,6 +85,28 @@ RULES: tuple[_Rule, ...] = (
         "dependency:torch",
     ),
     _Rule(re.compile(r"^Fatal Python error: \w"), "strong", "stack"),
+    # Ray's memory monitor, in the raylet's own words (a paste may wrap the line after
+    # "tasks /"): it killed workers for the node's host memory
+    _Rule(
+        re.compile(
+            r"(?<!\d)[1-9]\d* Workers \(tasks /(?:$| ?actors\) killed due to memory pressure)"
+        ),
+        "strong",
+        "unknown",
+        _raylet,
+        from_match=True,
+    ),
+    # a container's init could not start the command it was given (podman's catatonit,
+    # tini, dumb-init): nothing ran
+    _Rule(
+        re.compile(
+            r"failed to exec pid1: .+|\[FATAL tini \(\d+\)\] exec .+ failed: .+"
+            r"|\[dumb-init\] .+: No such file or directory"
+        ),
+        "strong",
+        "unknown",
+        from_match=True,
+    ),
     _Rule(re.compile(r"EngineCore encountered a fatal error"), "weak", "vllm"),
     _Rule(
         re.compile(
@@ -119,7 +146,7 @@ def classify(line: Line) -> Death | None:
         return Death(
             line.number,
             rule.process(m, line.process),
-            text,
+            text[m.start() :] if rule.from_match else text,
             rule.strength,
             origin,
             package or ("vllm" if origin == "vllm" else None),

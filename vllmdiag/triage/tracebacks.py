@@ -41,11 +41,26 @@ _NOTICE = re.compile(
 )
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
-_REMOTE = re.compile(r"RayTaskError\((?P<inner>[\w.]+)\)")
+#: Ray's task error: the remote traceback is printed right below it (typed as
+#: ``RayTaskError(ValueError)``, or plain when Ray could not subclass the cause).
+_REMOTE = re.compile(r"RayTaskError(?:\((?P<inner>[\w.]+)\))?$")
+#: Ray's actor death from its creation task: the task's traceback follows, as for a
+#: task error (``ActorDiedError: The actor died because of an error raised in its
+#: creation task, ray::LLMRayActor.__init__() (pid=..)``).
+_CREATION = "error raised in its creation task"
+#: Exceptions whose message has a blank line inside (huggingface_hub's HTTP errors:
+#: ``401 Client Error. (Request ID: ..)``, a blank line, then what was not found).
+_GAPPED = re.compile(
+    r"(?:RepositoryNotFound|GatedRepo|RevisionNotFound|EntryNotFound|HfHubHTTP)Error$"
+)
+#: Loggers' records that are errors (the level word of a foreign logger's prefix).
+_ERROR_RECORD = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^\[E\d|\[E\]")
 #: Unindented lines that start something new, never a message's continuation.
+#: Also a paste's elision mark (``...``) and a process tag the paste cut (``(pi``).
 _NEW = re.compile(
     r"^(?:Process [\w-]+:$|Killed$|Aborted|Segmentation fault|Fatal Python error"
-    r"|Exception in thread|Current thread|Stack \(most recent)"
+    r"|Exception in thread|Current thread|Stack \(most recent"
+    r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$)"
 )
 
 #: Lines of a stream that may pass before an open traceback is considered abandoned.
@@ -65,6 +80,7 @@ class TracebackParser:
         self.last_text: dict[tuple[str, bool], tuple[int, str]] = {}
         self.orphans: dict[tuple[str, bool], deque[Frame]] = {}
         self.traceish: dict[tuple[str, bool], int] = {}  # last frame/code line per stream
+        self.last_error: dict[tuple[str, bool], bool] = {}  # was last_text logged as an error
         self.done: list[Traceback] = []
         self.seen: set[tuple[object, ...]] = set()
         self.dropped = 0
@@ -114,13 +130,27 @@ class TracebackParser:
                 del self.open[key]
             else:
                 self._finish(key, complete=st.state != "frames")
+        error = False
         if not head:
+            # the line right above in this stream; for a raw traceback, also a logged one
+            # (Python's logging writes the traceback below its record without a prefix)
+            alt = (key[0], True)
             seen, head = self.last_text.get(key, (0, ""))
+            if not key[1] and self.last_text.get(alt, (0, ""))[0] > seen:
+                key_above = alt
+                seen, head = self.last_text[alt]
+            else:
+                key_above = key
             if seen < line.number - HEADER_WINDOW:
                 head = ""  # not the line right above: the reader skipped what was between
+            # the error it states: only the record right above (a gap of one line: the
+            # indented tail of a multi-line message)
+            near = seen >= line.number - 2
+            error = bool(head) and near and self.last_error.get(key_above, False)
         self.open[key] = OpenTraceback(
             head, line.level, line.number, line.number, line.record, notice=notice
         )
+        self.open[key].header_error = error
 
     def _outside(self, key: tuple[str, bool], line: Line, stripped: str) -> bool:
         """A line of a stream with no open traceback: orphan frames, a headless
@@ -129,6 +159,7 @@ class TracebackParser:
             self.orphans.clear()
             self.traceish.clear()
             self.last_text.clear()
+            self.last_error.clear()
         fm = _FRAME.match(stripped)
         if fm:
             self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(_frame(fm))
@@ -149,6 +180,11 @@ class TracebackParser:
             return True
         self.orphans.pop(key, None)
         self.last_text[key] = (line.number, stripped)
+        self.last_error[key] = (
+            line.level in ("ERROR", "CRITICAL")
+            if line.level is not None
+            else line.record is None or _ERROR_RECORD.search(line.record) is not None
+        )
         return False
 
     def _headless(
@@ -161,7 +197,7 @@ class TracebackParser:
         st.exc_type, st.exc_lines, st.exc_line, st.kind = typ, [msg], line.number, kind
         st.state = "after"
         self.open[key] = st
-        remote = _REMOTE.search(typ)
+        remote = _REMOTE.search(typ) or (typ.endswith("ActorDiedError") and _CREATION in msg)
         if remote:
             st.close_link()
             st.relation, st.state = "remote", "frames"
@@ -184,7 +220,8 @@ class TracebackParser:
         st.exc_type, st.exc_line, st.kind = m["type"], line.number, "exception"
         st.exc_lines = [m["msg"] or ""]
         st.record = line.record
-        if _REMOTE.search(m["type"]):  # Ray prints the remote traceback right below
+        creation = m["type"].endswith("ActorDiedError") and _CREATION in (m["msg"] or "")
+        if _REMOTE.search(m["type"]) or creation:  # Ray prints the remote traceback below
             st.close_link()
             st.relation, st.start = "remote", line.number
             return
@@ -193,11 +230,15 @@ class TracebackParser:
     def _continues(self, st: OpenTraceback, line: Line, stripped: str) -> bool:
         """An unindented line that continues the exception's message: same record (raw
         output, or the same vLLM log record), no blank line before it."""
+        short = st.exc_type.rsplit(".", 1)[-1]
         return (
             not st.blank
             and line.record == st.record
             and len(st.exc_lines) < MAX_MESSAGE_LINES
             and _NEW.match(stripped) is None
+            # a line that names the exception again is another process relaying it
+            # (``Runner failed with exception: ModuleNotFoundError(..)``), not its message
+            and not (short and (f"{short}(" in stripped or f"{short}: " in stripped))
         )
 
     def _after(self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str) -> bool:
@@ -210,6 +251,8 @@ class TracebackParser:
             st.state = "sep"
             return True
         indented = line.text[:1] in (" ", "\t")
+        if st.blank and not st.gapped and not indented and _GAPPED.search(st.exc_type):
+            st.blank, st.gapped = False, True  # the rest of huggingface_hub's message
         if (indented and not st.blank) or (not indented and self._continues(st, line, stripped)):
             if len(st.exc_lines) < MAX_MESSAGE_LINES:
                 st.exc_lines.append(stripped)
@@ -241,6 +284,7 @@ class TracebackParser:
                 last_line=max(st.last_seen, links[-1].exc_line),
                 headless=st.headless,
                 dropped_links=st.dropped,
+                header_error=st.header_error,
             )
         )
 

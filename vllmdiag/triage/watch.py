@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from vllmdiag.triage.deaths import DeathWatch
-from vllmdiag.triage.lines import normalise
+from vllmdiag.triage.lines import normalise, unglue
 from vllmdiag.triage.tracebacks import TracebackParser
 
 _VERSION = re.compile(
@@ -32,7 +32,12 @@ class Watch:
         return self.parser.has_open or self.deaths.collecting
 
     def feed(self, number: int, raw: bytes) -> None:
-        line = normalise(raw.decode("utf-8", "replace"), number)
+        text = raw.decode("utf-8", "replace")
+        for part in unglue(text):
+            self._line(number, part)
+
+    def _line(self, number: int, raw: str) -> None:
+        line = normalise(raw, number)
         in_traceback = self.parser.feed(line)
         text = line.text
         if not in_traceback:
