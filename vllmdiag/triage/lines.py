@@ -76,8 +76,11 @@ def _peel(text: str) -> tuple[str, str]:
         if i == 0:
             text = px.QUOTE.sub("", text, count=1)
             marked = px.MARKUP.match(text)
-            if marked:
-                text = px.MARKUP_END.sub("", text[marked.end() :])
+            if marked:  # emphasis that closes, or glued in front of a process tag
+                inner = text[marked.end() :]
+                end = px.MARKUP_END.search(inner)
+                if end is not None or inner[:1] == "(":
+                    text = inner[: end.start()] if end is not None else inner
         box = px.BOX.match(text)
         if box:
             text = px.BOX_END.sub("", text[box.end() :])

@@ -68,12 +68,13 @@ LOGGER = re.compile(
 
 #: Loggers of the programs around vLLM: glog/c10 (``[E1001 16:06:04.5 file.cpp:607]``),
 #: Ray's C++ logger, dynamo (``ERROR core.run_engine_core:``), xinference, Python's
-#: ``- name - LEVEL -`` and ``LEVEL    pid`` (ragflow), vllm-ascend's ``[UC][E]``, CANN's
+#: ``- name - LEVEL -`` and ``LEVEL    pid`` (ragflow), uvicorn's ``ERROR:    ``, vllm-ascend's ``[UC][E]``, CANN's
 #: ``[ERROR] date (PID:..)``.
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
     r"|\[\d{4}-\d{2}-\d{2} [\d:,.]+ [EWIF] \d+ \d+\] (?:\(\w+\) )?[\w.]+:\d+: ?"
     r"| ?(?:TRACE|DEBUG|INFO|WARN|ERROR)[ \t]+[A-Za-z_][\w.]*(?:::[\w.]+)*: "
+    rf"|(?:{_LEVELS}):[ \t]+(?=\S)"
     rf"|[a-z][\w.]+ \d+ (?:{_LEVELS}) +"
     rf"|- [\w.]+ - (?:{_LEVELS}) - "
     rf"|(?:{_LEVELS}) +\d+ (?=\S)"

@@ -29,10 +29,13 @@ MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut
 CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 
 #: Substrings of every fatal line, searched in every block. Short on purpose: ``rror`` is
-#: Error and error, ``atal`` Fatal and fatal, ``illed`` Killed and killed.
+#: Error and error (``RROR`` an ERROR record), ``atal`` Fatal and fatal, ``illed`` Killed
+#: and killed; ``FATAL`` and ``dumb-init`` for a container init that could not start its
+#: command.
 LITERALS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"rror",
+    b"RROR",
     b"xception",
     b"died",
     b"illed",
@@ -40,6 +43,8 @@ LITERALS: tuple[bytes, ...] = (
     b"atal",
     b"fault",
     b"SIG",
+    b"FATAL",
+    b"dumb-init",
 )
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran
