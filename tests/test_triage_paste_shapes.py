@@ -50,7 +50,10 @@ def test_markdown_bold_exception_line_is_read_without_its_stars(tmp_path: Path) 
 
 def test_backticked_exception_line_is_read(tmp_path: Path) -> None:
     rc = _cause(tmp_path, "`ValueError: Free memory on device (0.49/79.32 GiB) on startup`\n")
-    assert (rc.type, rc.message) == ("ValueError", "Free memory on device (0.49/79.32 GiB) on startup")
+    assert (rc.type, rc.message) == (
+        "ValueError",
+        "Free memory on device (0.49/79.32 GiB) on startup",
+    )
     assert _fixture("omni_276_free_memory_backticked.log").type == "ValueError"
 
 
@@ -59,7 +62,9 @@ def test_stars_glued_before_a_process_tag_are_peeled() -> None:
     assert line.process == "EngineCore_DP0 pid=1804"
     assert line.text.startswith("RuntimeError: Worker failed")
     fx = _fixture("ascend_6242_stars_glued_worker_failed_cut.log")
-    assert fx.evidence == "wrapper-message" and fx.message.startswith("Command '['/usr/bin/clang++'")
+    assert fx.evidence == "wrapper-message" and fx.message.startswith(
+        "Command '['/usr/bin/clang++'"
+    )
 
 
 def test_a_line_that_is_only_stars_or_code_is_left_alone() -> None:

@@ -158,9 +158,10 @@ def header_states_error(tb: Traceback) -> bool:
 def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
     head = tb.header.strip()
     typ = PYDANTIC_ERROR if _PYDANTIC_BODY.search(head) else ""
+    what = "its frames" if tb.headless else "a traceback"
     why = (
-        f"the error {tb.process} logged right above a traceback (line {tb.first_line}) that "
-        "is cut before its exception line"
+        f"the error {tb.process} logged right above {what} (line {tb.first_line}), cut "
+        "before the exception line"
     )
     if typ:
         why += "; its body is a pydantic validation error whose header line is cut"
@@ -172,7 +173,27 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
         process=tb.process,
         lines=(tb.first_line, tb.first_line),
         reason=why,
-        evidence="traceback",
+        evidence="exception-line" if tb.headless else "traceback",
+        origin="unknown",
+        package=None,
+    )
+
+
+def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
+    r = ev.relay
+    assert r is not None
+    return _cause(
+        cat,
+        ev,
+        typ=r.type,
+        message=r.message,
+        process=r.process,
+        lines=(r.line, r.line),
+        reason=(
+            f"the error {r.process} relays on line {r.line}, without a traceback: the "
+            "failing process's own output is not in view"
+        ),
+        evidence="wrapper-message",
         origin="unknown",
         package=None,
     )

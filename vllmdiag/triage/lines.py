@@ -42,6 +42,17 @@ class Line:
     record: str | None = None
 
 
+#: Loggers' records that are errors (the level word of a foreign logger's prefix).
+_ERROR_RECORD = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^\[E\d|\[E\]")
+
+
+def is_error_record(line: Line) -> bool:
+    """The line is a log record at error level (vLLM's logger or a foreign one)."""
+    if line.level is not None:
+        return line.level in ("ERROR", "CRITICAL")
+    return line.record is not None and _ERROR_RECORD.search(line.record) is not None
+
+
 def strip_ansi(text: str) -> str:
     if "\x1b" in text or "[" in text:
         text = px.ANSI.sub("", text)

@@ -68,8 +68,9 @@ LOGGER = re.compile(
 
 #: Loggers of the programs around vLLM: glog/c10 (``[E1001 16:06:04.5 file.cpp:607]``),
 #: Ray's C++ logger, dynamo (``ERROR core.run_engine_core:``), xinference, Python's
-#: ``- name - LEVEL -`` and ``LEVEL    pid`` (ragflow), uvicorn's ``ERROR:    ``, vllm-ascend's ``[UC][E]``, CANN's
-#: ``[ERROR] date (PID:..)``.
+#: ``- name - LEVEL -`` and ``LEVEL    pid`` (ragflow), uvicorn's ``ERROR:    ``,
+#: kserve's ``1 kserve ERROR [f():1]``, vllm-ascend's ``[UC][E]``, CANN's ``[ERROR] date
+#: (PID:..)``.
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
     r"|\[\d{4}-\d{2}-\d{2} [\d:,.]+ [EWIF] \d+ \d+\] (?:\(\w+\) )?[\w.]+:\d+: ?"
@@ -78,6 +79,7 @@ FOREIGN = re.compile(
     rf"|[a-z][\w.]+ \d+ (?:{_LEVELS}) +"
     rf"|- [\w.]+ - (?:{_LEVELS}) - "
     rf"|(?:{_LEVELS}) +\d+ (?=\S)"
+    rf"|\d+ [\w.]+ (?:{_LEVELS}) \[[^\]]*\] "
     r"|(?:\[[A-Z]{1,4}\]){2,} ?"
     r"|\[(?:ERROR|WARNING|INFO|DEBUG)\] \d{4}-\d{2}-\d{2}-[\d:.]+ \(PID:\d+[^)]*\) )"
 )

@@ -11,8 +11,9 @@ Then tiers, the earliest candidate of the first tier that has one wins (the proc
 failed first):
 0. exceptions, and strong death lines (a named process died, a fatal Python error);
 1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), the error a
-   wrapper quotes (the failing child's own output is not in view), and the error message
-   a process logged right above a traceback the paste cut before its exception line;
+   wrapper quotes (the failing child's own output is not in view), the error message a
+   process logged right above a traceback the paste cut before its exception line, and
+   the error a process around vLLM relays on one line (see ``relays``);
 2. a command line the program refused;
 3. follow-on errors (an interrupt, a closed pipe, a plugin or request error vLLM went on
    from) and follow-on deaths (exit -15: killed by its parent);
@@ -149,6 +150,8 @@ def choose(
         if d.strength == "weak" and _introduces(d, tbs):
             continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
+    if ev.relay is not None:
+        cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat)))
     if ev.cli_error is not None:
         cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
     note = None
@@ -192,6 +195,10 @@ def _quote(
 def _introduces(d: Death, tbs: Sequence[Traceback]) -> bool:
     """A traceback of the same process starts right below the death line."""
     return any(t.process == d.process and d.line <= t.first_line <= d.line + 3 for t in tbs)
+
+
+def _relayed(ev: Evidence, cat: Catalogue) -> Callable[[], RootCause]:
+    return lambda: causes.from_relay(ev, cat)
 
 
 def _header(tb: Traceback, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from vllmdiag.triage.lines import Line
+from vllmdiag.triage.lines import Line, is_error_record
 from vllmdiag.triage.traceback_model import MAX_FRAMES, Frame, Link, OpenTraceback, Traceback
 
 __all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
@@ -53,8 +53,6 @@ _CREATION = "error raised in its creation task"
 _GAPPED = re.compile(
     r"(?:RepositoryNotFound|GatedRepo|RevisionNotFound|EntryNotFound|HfHubHTTP)Error$"
 )
-#: Loggers' records that are errors (the level word of a foreign logger's prefix).
-_ERROR_RECORD = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^\[E\d|\[E\]")
 #: Unindented lines that start something new, never a message's continuation.
 #: Also a paste's elision mark (``...``) and a process tag the paste cut (``(pi``).
 _NEW = re.compile(
@@ -81,6 +79,9 @@ class TracebackParser:
         self.orphans: dict[tuple[str, bool], deque[Frame]] = {}
         self.traceish: dict[tuple[str, bool], int] = {}  # last frame/code line per stream
         self.last_error: dict[tuple[str, bool], bool] = {}  # was last_text logged as an error
+        # the error message right above a stream's orphan frames (a paste that puts the
+        # message first, then the stack, without header or exception line)
+        self.above: dict[tuple[str, bool], tuple[int, str]] = {}
         self.done: list[Traceback] = []
         self.seen: set[tuple[object, ...]] = set()
         self.dropped = 0
@@ -162,6 +163,10 @@ class TracebackParser:
             self.last_error.clear()
         fm = _FRAME.match(stripped)
         if fm:
+            if not self.orphans.get(key):
+                seen, text = self.last_text.get(key, (0, ""))
+                if seen == line.number - 1 and self.last_error.get(key, False):
+                    self.above[key] = (seen, text)
             self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(_frame(fm))
             self.traceish[key] = line.number
             return False
@@ -178,18 +183,26 @@ class TracebackParser:
         if n:
             self._headless(key, line, "", n["msg"], near, "notice")
             return True
-        self.orphans.pop(key, None)
+        self._orphaned(key, line.number)
         self.last_text[key] = (line.number, stripped)
-        self.last_error[key] = (
-            line.level in ("ERROR", "CRITICAL")
-            if line.level is not None
-            else line.record is None or _ERROR_RECORD.search(line.record) is not None
-        )
+        # an error record, or raw output (what Python's excepthook and print write)
+        self.last_error[key] = is_error_record(line) or (line.level is None and not line.record)
         return False
+
+    def _orphaned(self, key: tuple[str, bool], now: int) -> None:
+        """The stream's orphan frames end without an exception line: when an error
+        message was right above them, they are its traceback, cut (headless)."""
+        frames = self.orphans.pop(key, None)
+        above = self.above.pop(key, None)
+        if frames and above is not None:
+            n, text = above
+            cut = Link("", "", tuple(frames), n, n, None, "cut", "")
+            self._emit(Traceback(key[0], None, text, (cut,), False, n, now, True, 0, True))
 
     def _headless(
         self, key: tuple[str, bool], line: Line, typ: str, msg: str, near: bool, kind: str
     ) -> None:
+        self.above.pop(key, None)
         frames = self.orphans.pop(key, None)
         st = OpenTraceback("", line.level, line.number, line.number, line.record, headless=True)
         if near and frames:
@@ -212,6 +225,8 @@ class TracebackParser:
                 st.frames.append(_frame(m))
             return
         m = _EXC.match(stripped)
+        if m is not None and m["msg"] is None and not _exception_like(m["type"], True):
+            m = None  # a source line that lost its indent (``x.update(self.args.)``)
         if m is None:
             st.noise += 1  # a stray line of the same stream; give up after a while
             if st.noise > 50:
@@ -253,6 +268,8 @@ class TracebackParser:
         indented = line.text[:1] in (" ", "\t")
         if st.blank and not st.gapped and not indented and _GAPPED.search(st.exc_type):
             st.blank, st.gapped = False, True  # the rest of huggingface_hub's message
+        if stripped in ("...", "…"):
+            return True  # the paste's elision mark
         if (indented and not st.blank) or (not indented and self._continues(st, line, stripped)):
             if len(st.exc_lines) < MAX_MESSAGE_LINES:
                 st.exc_lines.append(stripped)
@@ -311,6 +328,8 @@ class TracebackParser:
         for key in list(self.open):
             st = self.open[key]
             self._finish(key, complete=st.state != "frames")
+        for key in list(self.above):
+            self._orphaned(key, self._fed)
         return self.done
 
 

@@ -1,0 +1,62 @@
+"""Lines in which a process around vLLM relays an error it got, without a traceback of
+its own: a server or runtime saying what failed and quoting the error (``Failed to
+initialize Python stub: TypeError: ..``, ``Failed to import python 'vllm' module. ..
+AttributeError: ..``), an error record saying a server failed to start and why, the same
+in Chinese, and vLLM's own request-length message as a client prints the 400 it got
+back."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vllmdiag.triage.lines import Line
+
+#: A failure phrase, then the error it quotes, typed.
+_TYPED = re.compile(
+    r"(?:\b[Ff]ailed to [\w' .-]+?|\bError (?:in|while|during) [\w' .-]+?)[:.?!]"
+    r"(?: [^:]*?[.?!])? (?P<type>[A-Z]\w*(?:Error|Exception)): (?P<msg>\S.*)$"
+)
+#: An error record saying a server or model failed to start or load, and why.
+_FAILED = re.compile(
+    r"^(?:Failed to (?:start|launch|load|serve|initialize)|Could not (?:start|load)"
+    r"|Unable to (?:start|load))\b[^:]*: \S"
+)
+#: vLLM's answer to a request longer than the model's context, as a client relays it.
+_CONTEXT = re.compile(
+    r"This model's maximum context length is \d+ tokens\. However, you requested \d+ tokens.*"
+)
+#: A failure phrase in Chinese (``模型加载失败: <reason>``: "model loading failed").
+_LOCALIZED = re.compile(r"^[^\x00-\x7f]*(?:失败|错误)[:：] ?(?P<msg>\S.*)$")
+_OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
+_QUOTE_END = re.compile(r"""["']+\s*$""")
+
+
+@dataclass(frozen=True)
+class Relay:
+    line: int
+    process: str
+    type: str
+    message: str
+
+
+def classify(line: Line, error_record: bool) -> Relay | None:
+    """The error ``line`` relays, or None. ``error_record``: the line is an error-level
+    log record (an untyped reason is taken only from one)."""
+    text = line.text.strip()
+    if len(text) < 12 or len(text) > 4000:
+        return None
+    m = _TYPED.search(text)
+    if m:
+        return Relay(line.number, line.process, m["type"], _QUOTE_END.sub("", m["msg"]))
+    c = _CONTEXT.search(text)
+    if c:
+        t = _OPENAI_TYPE.search(text)
+        msg = c.group().split('", ')[0].rstrip("\"'")
+        return Relay(line.number, line.process, t["type"] if t else "", msg)
+    z = _LOCALIZED.match(text)
+    if z:
+        return Relay(line.number, line.process, "", z["msg"])
+    if error_record and _FAILED.match(text):
+        return Relay(line.number, line.process, "", text)
+    return None
