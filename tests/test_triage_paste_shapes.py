@@ -348,3 +348,101 @@ def test_pod_name_and_container_are_peeled() -> None:
     )
     assert (line.process, line.level) == ("APIServer pid=1", "INFO")
     assert normalise("[pod/vllm-0-abcde/vllm] (APIServer pid=1) x", 1).process == "APIServer pid=1"
+
+
+# errors the processes around vLLM relay on one line
+
+
+def test_failure_phrase_quoting_a_typed_error_is_read_as_a_wrapper(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "I1115 02:58:49.477216 1 pb_stub.cc:325] Failed to initialize Python stub: TypeError: "
+        "'NoneType' object is not subscriptable\n\nAt:\n  /opt/x/model.py(75): initialize\n",
+    )
+    assert (rc.evidence, rc.type, rc.message) == (
+        "wrapper-message",
+        "TypeError",
+        "'NoneType' object is not subscriptable",
+    )
+    rc = _cause(
+        tmp_path,
+        "Failed to import python 'vllm' module. Are we running in the correct venv? "
+        "AttributeError: class must define a '_type_' attribute\n",
+    )
+    assert (rc.type, rc.message) == ("AttributeError", "class must define a '_type_' attribute")
+
+
+def test_a_servers_failed_to_start_record_is_read_only_at_error_level(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start "
+        "model server: integer division or modulo by zero\n",
+    )
+    assert rc.message == "Failed to start model server: integer division or modulo by zero"
+    t = _triage(tmp_path, "INFO 07-01 07:28:04 [x.py:1] Failed to load plugin foo: retrying\n")
+    assert t.root_cause is None
+
+
+def test_chinese_failure_phrase_gives_its_reason(tmp_path: Path) -> None:
+    rc = _cause(tmp_path, "模型加载失败: Using V1 LLMEngine, but envs.VLLM_USE_V1=False.\n")
+    assert rc.message == "Using V1 LLMEngine, but envs.VLLM_USE_V1=False."
+
+
+def test_relayed_request_length_error_of_vllm(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "\"This model's maximum context length is 8192 tokens. However, you requested 8598 "
+        "tokens (3478 in the messages, 5120 in the completion). Please reduce the length.\", "
+        "'type': 'BadRequestError', 'param': None, 'code': 400.\n",
+    )
+    assert rc.type == "BadRequestError"
+    assert rc.message.startswith("This model's maximum context length is 8192 tokens.")
+    assert rc.message.endswith("Please reduce the length.")
+
+
+def test_clap_command_line_error_is_a_cli_error(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "(setup pid=1293) error: unexpected argument '--torch-backend' found\n"
+        "(setup pid=1293)   tip: a similar argument exists: '--no-cache'\n",
+    )
+    assert (rc.evidence, rc.message, rc.process) == (
+        "cli-error",
+        "unexpected argument '--torch-backend' found",
+        "setup pid=1293",
+    )
+
+
+# stacks pasted without their header or exception line
+
+
+def test_error_message_pasted_above_its_frames(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "'LLMEngine' object has no attribute 'model_executor'\n"
+        '  File "/root/dpo/online_dpo.py", line 270, in _generate_vllm\n'
+        "    llm_model = self.llm.llm_engine.model_executor.driver_worker\n\n    ...\n",
+    )
+    assert (rc.evidence, rc.type) == ("exception-line", "")
+    assert rc.message == "'LLMEngine' object has no attribute 'model_executor'"
+
+
+def test_frames_under_a_plain_line_are_no_cause(tmp_path: Path) -> None:
+    t = _triage(
+        tmp_path,
+        "Loading the model now\n"
+        '  File "/root/x.py", line 2, in f\n'
+        "    g()\n",
+    )
+    assert t.root_cause is None
+
+
+def test_source_line_that_lost_its_indent_is_not_the_exception(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "Traceback (most recent call last):\n"
+        "generation_kwargs.update(self.args.generation_kwargs)\n"
+        "TypeError: 'NoneType' object is not iterable\n"
+        "    ...\n",
+    )
+    assert (rc.type, rc.message) == ("TypeError", "'NoneType' object is not iterable")
