@@ -392,7 +392,7 @@ def test_relayed_request_length_error_of_vllm(tmp_path: Path) -> None:
     rc = _cause(
         tmp_path,
         "\"This model's maximum context length is 8192 tokens. However, you requested 8598 "
-        "tokens (3478 in the messages, 5120 in the completion). Please reduce the length.\", "
+        'tokens (3478 in the messages, 5120 in the completion). Please reduce the length.", '
         "'type': 'BadRequestError', 'param': None, 'code': 400.\n",
     )
     assert rc.type == "BadRequestError"
@@ -430,9 +430,7 @@ def test_error_message_pasted_above_its_frames(tmp_path: Path) -> None:
 def test_frames_under_a_plain_line_are_no_cause(tmp_path: Path) -> None:
     t = _triage(
         tmp_path,
-        "Loading the model now\n"
-        '  File "/root/x.py", line 2, in f\n'
-        "    g()\n",
+        'Loading the model now\n  File "/root/x.py", line 2, in f\n    g()\n',
     )
     assert t.root_cause is None
 
@@ -446,3 +444,19 @@ def test_source_line_that_lost_its_indent_is_not_the_exception(tmp_path: Path) -
         "    ...\n",
     )
     assert (rc.type, rc.message) == ("TypeError", "'NoneType' object is not iterable")
+
+
+def test_error_quoted_as_one_escaped_string_is_its_last_line(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        'E1027 15:54:53.431777 1342 model.py:502] "[vllm] Error generating stream: \\u001B[36m'
+        "ray::RayWorkerWrapper.execute_method()\\u001B[39m (pid=123, ip=10.0.0.1)\\n  At least "
+        "one of the input arguments for this task could not be computed:\\nray.exceptions."
+        "RaySystemError: System error: No module named 'utils'\"\n",
+    )
+    assert (rc.evidence, rc.type, rc.message, rc.process) == (
+        "wrapper-message",
+        "ray.exceptions.RaySystemError",
+        "System error: No module named 'utils'",
+        "RayWorkerWrapper pid=123",
+    )

@@ -2,7 +2,8 @@
 its own: a server or runtime saying what failed and quoting the error (``Failed to
 initialize Python stub: TypeError: ..``, ``Failed to import python 'vllm' module. ..
 AttributeError: ..``), an error record saying a server failed to start and why, the same
-in Chinese, and vLLM's own request-length message as a client prints the 400 it got
+in Chinese, an error quoted as one string with its line breaks escaped (the last line
+names it), and vLLM's own request-length message as a client prints the 400 it got
 back."""
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ _CONTEXT = re.compile(
 )
 #: A failure phrase in Chinese (``模型加载失败: <reason>``: "model loading failed").
 _LOCALIZED = re.compile(r"^[^\x00-\x7f]*(?:失败|错误)[:：] ?(?P<msg>\S.*)$")
+#: An error quoted as one escaped string (``"..\\n  At least one ..:\\nray.exceptions.
+#: RaySystemError: System error: .."``: Triton, JSON logs): its last line is the error.
+_ESCAPED_EXC = re.compile(r'^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>.+?)"?$')
+_ESCAPED_COLOUR = re.compile(r"\\u001[Bb](?:\[[0-9;]*m)?")  # its "[36m" may be gone
+_RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\)\s*\(pid=(?P<pid>\w+)")
 _OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
 _QUOTE_END = re.compile(r"""["']+\s*$""")
 
@@ -46,6 +52,13 @@ def classify(line: Line, error_record: bool) -> Relay | None:
     text = line.text.strip()
     if len(text) < 12 or len(text) > 4000:
         return None
+    if "\\n" in text:
+        parts = _ESCAPED_COLOUR.sub("", text).split("\\n")
+        e = _ESCAPED_EXC.match(parts[-1].strip())
+        if e and len(parts) > 1:
+            actor = _RAY_ACTOR.search(parts[0])
+            proc = f"{actor['actor']} pid={actor['pid']}" if actor else line.process
+            return Relay(line.number, proc, e["type"], e["msg"])
     m = _TYPED.search(text)
     if m:
         return Relay(line.number, line.process, m["type"], _QUOTE_END.sub("", m["msg"]))
