@@ -9,9 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import field_score as fs
+import pytest
 
 FIELD = Path(__file__).parent / "fixtures" / "logs" / "field"
 README = Path(__file__).parent.parent / "README.md"
