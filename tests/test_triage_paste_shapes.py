@@ -460,3 +460,42 @@ def test_error_quoted_as_one_escaped_string_is_its_last_line(tmp_path: Path) -> 
         "System error: No module named 'utils'",
         "RayWorkerWrapper pid=123",
     )
+
+
+# what a log deduplicator adds, and a relaying process
+
+
+def test_rays_repeated_suffix_is_not_part_of_the_message(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "(RayWorkerWrapper pid=5) ValueError: The model's max seq len (4096) is larger than the "
+        "maximum number of tokens that can be stored in KV cache (3664). [repeated 7x across "
+        "cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable.)\n",
+    )
+    assert rc.message.endswith("stored in KV cache (3664).")
+    assert rc.process == "RayWorkerWrapper pid=5"
+
+
+def test_syslogs_message_repeated_wrapper_is_unwrapped() -> None:
+    line = normalise("message repeated 3 times: [ RuntimeError: CUDA error: out of memory]", 1)
+    assert line.text == "RuntimeError: CUDA error: out of memory"
+
+
+def test_rays_unhandled_error_names_the_task_that_raised_not_the_relaying_actor(
+    tmp_path: Path,
+) -> None:
+    rc = _cause(
+        tmp_path,
+        "(ActorModelRayActor pid=700388) Unhandled error (suppress with "
+        "'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::LLMRayActor.init_process_group() (pid=700386, "
+        "ip=0.0.0.0)\n"
+        '(ActorModelRayActor pid=700388) File "/x/vllm/entrypoints/llm.py", line 495, in f\n'
+        "(ActorModelRayActor pid=700388) executor = self.llm_engine.model_executor\n"
+        "(ActorModelRayActor pid=700388) AttributeError: 'LLMEngine' object has no attribute "
+        "'model_executor'\n",
+    )
+    assert (rc.type, rc.process, rc.evidence) == (
+        "AttributeError",
+        "LLMRayActor pid=700386",
+        "exception-line",
+    )

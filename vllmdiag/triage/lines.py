@@ -145,7 +145,13 @@ def normalise(raw: str, number: int) -> Line:
     if "\x1b" not in raw and "^[" not in raw and _PLAIN.match(raw):
         return Line(number, MAIN, None, raw.rstrip().replace("\r", ""), None)
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")
+    if "repeated" in text:
+        text = px.REPEATED.sub("", text)
     process, text = _peel(text)
+    if text.startswith("message repeated "):
+        again = px.SYSLOG_REPEATED.match(text)
+        if again:
+            return normalise(again["line"], number)
     level: str | None = None
     record: str | None = None
     lg = px.LOGGER.match(text)

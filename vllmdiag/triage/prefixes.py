@@ -83,4 +83,11 @@ FOREIGN = re.compile(
     r"|(?:\[[A-Z]{1,4}\]){2,} ?"
     r"|\[(?:ERROR|WARNING|INFO|DEBUG)\] \d{4}-\d{2}-\d{2}-[\d:.]+ \(PID:\d+[^)]*\) )"
 )
+#: What a log deduplicator appends or wraps a repeated line in: Ray's ``[repeated 3x
+#: across cluster]`` (with its one-time ``(Ray deduplicates logs by default. ..)``), and
+#: rsyslog's ``message repeated 3 times: [ <line>]``.
+REPEATED = re.compile(
+    r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates logs by default\..*)?$"
+)
+SYSLOG_REPEATED = re.compile(r"^message repeated \d+ times: \[ ?(?P<line>.*?)\]?$")
 UC_SUFFIX = re.compile(r"\s*\[\d+,\d+\]\[[\w.]+:\d+,\w+\]$")

@@ -48,6 +48,10 @@ _REMOTE = re.compile(r"RayTaskError(?:\((?P<inner>[\w.]+)\))?$")
 #: task error (``ActorDiedError: The actor died because of an error raised in its
 #: creation task, ray::LLMRayActor.__init__() (pid=..)``).
 _CREATION = "error raised in its creation task"
+#: Ray's report of a task error no one waited for: the task's traceback follows.
+_UNHANDLED = re.compile(
+    r"^Unhandled error \(suppress with '?RAY_IGNORE_UNHANDLED_ERRORS=1'?\): (?P<msg>ray::.+)$"
+)
 #: Exceptions whose message has a blank line inside (huggingface_hub's HTTP errors:
 #: ``401 Client Error. (Request ID: ..)``, a blank line, then what was not found).
 _GAPPED = re.compile(
@@ -178,6 +182,10 @@ class TracebackParser:
         m = _EXC.match(stripped)
         if m and (m["msg"] is not None or near) and _exception_like(m["type"], near):
             self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
+            return True
+        u = _UNHANDLED.match(stripped)
+        if u:  # the relaying process names the task that failed: read it as Ray's relay
+            self._headless(key, line, "ray.exceptions.RayTaskError", u["msg"], near, "exception")
             return True
         n = _NOTICE.match(stripped)
         if n:
