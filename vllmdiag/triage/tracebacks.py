@@ -165,6 +165,7 @@ class TracebackParser:
             self.traceish.clear()
             self.last_text.clear()
             self.last_error.clear()
+            self.above.clear()
         fm = _FRAME.match(stripped)
         if fm:
             if not self.orphans.get(key):
@@ -191,21 +192,34 @@ class TracebackParser:
         if n:
             self._headless(key, line, "", n["msg"], near, "notice")
             return True
-        self._orphaned(key, line.number)
+        self._orphaned(key)
         self.last_text[key] = (line.number, stripped)
         # an error record, or raw output (what Python's excepthook and print write)
         self.last_error[key] = is_error_record(line) or (line.level is None and not line.record)
         return False
 
-    def _orphaned(self, key: tuple[str, bool], now: int) -> None:
+    def _orphaned(self, key: tuple[str, bool]) -> None:
         """The stream's orphan frames end without an exception line: when an error
         message was right above them, they are its traceback, cut (headless)."""
         frames = self.orphans.pop(key, None)
         above = self.above.pop(key, None)
         if frames and above is not None:
             n, text = above
-            cut = Link("", "", tuple(frames), n, n, None, "cut", "")
-            self._emit(Traceback(key[0], None, text, (cut,), False, n, now, True, 0, True))
+            cut = Link("", "", tuple(frames), n, n, kind="cut")
+            last = self.traceish.get(key, n)
+            self._emit(
+                Traceback(
+                    process=key[0],
+                    level=None,
+                    header=text,
+                    links=(cut,),
+                    complete=False,
+                    first_line=n,
+                    last_line=last,
+                    headless=True,
+                    header_error=True,
+                )
+            )
 
     def _headless(
         self, key: tuple[str, bool], line: Line, typ: str, msg: str, near: bool, kind: str
@@ -337,7 +351,7 @@ class TracebackParser:
             st = self.open[key]
             self._finish(key, complete=st.state != "frames")
         for key in list(self.above):
-            self._orphaned(key, self._fed)
+            self._orphaned(key)
         return self.done
 
 
