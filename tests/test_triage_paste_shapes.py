@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vllmdiag.triage import Catalogue, LogTriage, RootCause, triage_file
+from vllmdiag.triage.deaths import classify
 from vllmdiag.triage.lines import normalise, unglue
 
 FIELD2 = Path(__file__).parent / "fixtures" / "logs" / "field2"
@@ -188,8 +189,8 @@ def test_container_init_exec_failure_is_the_death(tmp_path: Path) -> None:
         "death-line",
         "failed to exec pid1: No such file or directory",
     )
-    rc = _cause(tmp_path, "[FATAL tini (7)] exec vllm failed: No such file or directory\n")
-    assert rc.message.startswith("[FATAL tini (7)] exec vllm failed")
+    tini = classify(normalise("[FATAL tini (7)] exec vllm failed: No such file or directory", 1))
+    assert tini is not None and tini.message.startswith("[FATAL tini (7)] exec vllm failed")
     assert _fixture("ramalama_2214_catatonit_exec_failed.log").evidence == "death-line"
 
 

@@ -159,9 +159,10 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
     head = tb.header.strip()
     typ = PYDANTIC_ERROR if _PYDANTIC_BODY.search(head) else ""
     what = "its frames" if tb.headless else "a traceback"
+    at = tb.header_line or tb.first_line
     why = (
-        f"the error {tb.process} logged right above {what} (line {tb.first_line}), cut "
-        "before the exception line"
+        f"the error {tb.process} logged on line {at}, right above {what} cut before the "
+        "exception line"
     )
     if typ:
         why += "; its body is a pydantic validation error whose header line is cut"
@@ -171,7 +172,7 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
         typ=typ,
         message=head,
         process=tb.process,
-        lines=(tb.first_line, tb.first_line),
+        lines=(at, at),
         reason=why,
         evidence="exception-line" if tb.headless else "traceback",
         origin="unknown",

@@ -30,9 +30,8 @@ CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 
 #: Substrings of every fatal line, searched in every block. Short on purpose: ``rror`` is
 #: Error and error (``RROR`` an ERROR record), ``atal`` Fatal and fatal, ``illed`` Killed
-#: and killed; ``FATAL`` and ``dumb-init`` for a container init that could not start its
-#: command; vLLM's request-length message as a client relays it; the Chinese words for
-#: failed and error.
+#: and killed; vLLM's request-length message as a client relays it, a frame line (a stack
+#: pasted without header or exception), the Chinese word for failed.
 LITERALS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"rror",
@@ -44,12 +43,9 @@ LITERALS: tuple[bytes, ...] = (
     b"atal",
     b"fault",
     b"SIG",
-    b"FATAL",
-    b"dumb-init",
     b"maximum context length",
     b'  File "',  # a frame: stack pasted without its header or exception line
     "失败".encode(),  # "failed", in Chinese-language pastes
-    "错误".encode(),  # "error"
 )
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran

@@ -51,6 +51,7 @@ class Traceback:
     headless: bool = False  # its header was not in view
     dropped_links: int = 0
     header_error: bool = False  # the line above it was logged as an error, or printed raw
+    header_line: int = 0  # where its header text is, when it came from the line above
 
     def key(self) -> tuple[object, ...]:
         """Identity for de-duplication: the logged and the raw copy of one traceback (the
@@ -85,6 +86,7 @@ class OpenTraceback:
     gapped: bool = False  # the message went on after one blank line (huggingface_hub's)
     noise: int = 0
     header_error: bool = False  # the header line was logged as an error (or printed raw)
+    header_line: int = 0
     notice: Link | None = None  # V0's notice, kept while its traceback may give the type
 
     def close_link(self, kind: str | None = None) -> Link:

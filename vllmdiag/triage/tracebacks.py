@@ -156,6 +156,7 @@ class TracebackParser:
             head, line.level, line.number, line.number, line.record, notice=notice
         )
         self.open[key].header_error = error
+        self.open[key].header_line = seen if error else 0
 
     def _outside(self, key: tuple[str, bool], line: Line, stripped: str) -> bool:
         """A line of a stream with no open traceback: orphan frames, a headless
@@ -218,6 +219,7 @@ class TracebackParser:
                     last_line=last,
                     headless=True,
                     header_error=True,
+                    header_line=n,
                 )
             )
 
@@ -324,6 +326,7 @@ class TracebackParser:
                 headless=st.headless,
                 dropped_links=st.dropped,
                 header_error=st.header_error,
+                header_line=st.header_line,
             )
         )
 
