@@ -500,3 +500,20 @@ def test_rays_unhandled_error_names_the_task_that_raised_not_the_relaying_actor(
         "LLMRayActor pid=700386",
         "exception-line",
     )
+
+
+def test_a_signal_handlers_notice_its_process_logs_on_after_is_no_death(tmp_path: Path) -> None:
+    t = _triage(
+        tmp_path,
+        "[mlp-dgx-01:45435:0:45788] Caught signal 11 (Segmentation fault: address not mapped "
+        "to object at address 0x7f48000689dc)\n"
+        "INFO 05-18 12:25:44 [kv_cache_utils.py:637] GPU KV cache size: 442,160 tokens\n",
+    )
+    assert t.root_cause is None
+    rc = _cause(
+        tmp_path,
+        "INFO 05-18 12:25:43 [gpu_model_runner.py:1521] Model loading took 14.9889 GiB\n"
+        "[mlp-dgx-01:45435:0:45788] Caught signal 11 (Segmentation fault: address not mapped "
+        "to object at address 0x7f48000689dc)\n",
+    )
+    assert rc.evidence == "death-line"  # nothing after it: it may be the death

@@ -131,6 +131,7 @@ class Death:
     origin: str
     package: str | None
     frames: list[Frame] = field(default_factory=list)  # faulthandler's, innermost first
+    survived: bool = False  # a handler's signal notice after which its process logged on
 
 
 def classify(line: Line) -> Death | None:
@@ -161,16 +162,21 @@ class DeathWatch:
         self.deaths: list[Death] = []
         self._stack: tuple[Death, str, int] | None = None  # (death, process, until line)
         self._counts: dict[str, int] = {}
+        self._last = 0
+        self._watch_until = 0  # a handler's signal notice: the lines after it tell
 
     @property
     def collecting(self) -> bool:
-        return self._stack is not None
+        return self._stack is not None or self._watch_until > self._last
 
     def feed(self, line: Line) -> None:
+        self._last = line.number
         if self._stack is not None and self._stacked(line):
             return
         death = classify(line)
         if death is None:
+            if line.level in ("INFO", "DEBUG", "WARNING"):
+                self._alive(line)
             return
         n = self._counts.get(death.strength, 0)
         if n < 64:  # the first ones of each kind are what matters; keep memory flat
@@ -178,6 +184,18 @@ class DeathWatch:
             self.deaths.append(death)
             if death.origin == "stack":
                 self._stack = (death, line.process, line.number + STACK_LINES)
+            if "Caught signal" in death.message:
+                self._watch_until = line.number + STACK_LINES
+
+    def _alive(self, line: Line) -> None:
+        """A normal log record: a signal handler's notice of the same process before it
+        was survived (UCX prints ``Caught signal 11`` for one of its threads, and the
+        process may log on: then that notice is not its death)."""
+        for d in self.deaths:
+            if d.survived or d.process != line.process or "Caught signal" not in d.message:
+                continue
+            d.survived = True
+            self._watch_until = 0
 
     def _stacked(self, line: Line) -> bool:
         """True when ``line`` belongs to the open fatal error's stack."""

@@ -149,6 +149,8 @@ def choose(
     for d in ev.deaths:
         if d.strength == "weak" and _introduces(d, tbs):
             continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
+        if d.survived:
+            continue  # a signal notice its process logged on after
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
     if ev.relay is not None:
         cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat)))
