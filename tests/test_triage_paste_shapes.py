@@ -517,3 +517,19 @@ def test_a_signal_handlers_notice_its_process_logs_on_after_is_no_death(tmp_path
         "to object at address 0x7f48000689dc)\n",
     )
     assert rc.evidence == "death-line"  # nothing after it: it may be the death
+
+
+def test_a_validation_errors_body_line_alone_is_the_error(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "It got the following error:\n"
+        "Value error, User-specified max_model_len (131072) is greater than the derived "
+        "max_model_len (max_position_embeddings=32768.0 or model_max_length=None in model's "
+        "config.json). [type=value_error, input_value=ArgsKwargs((), {'model': ...}), "
+        "input_type=ArgsKwargs]\n",
+    )
+    assert (rc.evidence, rc.type) == (
+        "exception-line",
+        "pydantic_core._pydantic_core.ValidationError",
+    )
+    assert rc.message.startswith("Value error, User-specified max_model_len (131072)")

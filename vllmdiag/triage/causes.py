@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from vllmdiag.triage import relays
 from vllmdiag.triage.catalogue import Catalogue, Hit
 from vllmdiag.triage.deaths import Death
 from vllmdiag.triage.model import Evidence, EvidenceKind, RootCause
@@ -36,7 +37,7 @@ _SAYS_WHAT_FAILED = re.compile(
 #: header line (``pydantic_core._pydantic_core.ValidationError: 1 validation error for
 #: ModelConfig``) is what a cut paste loses.
 _PYDANTIC_BODY = re.compile(r"\[type=\w+, input_value=")
-PYDANTIC_ERROR = "pydantic_core._pydantic_core.ValidationError"
+PYDANTIC_ERROR = relays.PYDANTIC_ERROR
 
 
 def hit(cat: Catalogue, link: Link, version: str | None) -> Hit | None:
@@ -183,6 +184,14 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
 def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
     r = ev.relay
     assert r is not None
+    body = r.type == PYDANTIC_ERROR  # the error's own line, not a relay of it
+    why = (
+        f"a pydantic validation error's own line (line {r.line}); its header line, which "
+        "names the error, is not in view"
+        if body
+        else f"the error {r.process} relays on line {r.line}, without a traceback: the "
+        "failing process's own output is not in view"
+    )
     return _cause(
         cat,
         ev,
@@ -190,11 +199,8 @@ def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
         message=r.message,
         process=r.process,
         lines=(r.line, r.line),
-        reason=(
-            f"the error {r.process} relays on line {r.line}, without a traceback: the "
-            "failing process's own output is not in view"
-        ),
-        evidence="wrapper-message",
+        reason=why,
+        evidence="exception-line" if body else "wrapper-message",
         origin="unknown",
         package=None,
     )

@@ -3,7 +3,8 @@ its own: a server or runtime saying what failed and quoting the error (``Failed 
 initialize Python stub: TypeError: ..``, ``Failed to import python 'vllm' module. ..
 AttributeError: ..``), an error record saying a server failed to start and why, the same
 in Chinese, an error quoted as one string with its line breaks escaped (the last line
-names it), and vLLM's own request-length message as a client prints the 400 it got
+names it), a pydantic validation error's body line whose header line is cut, and
+vLLM's own request-length message as a client prints the 400 it got
 back."""
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ _LOCALIZED = re.compile(r"^[^\x00-\x7f]*(?:失败|错误)[:：] ?(?P<msg>\S.*)$"
 _ESCAPED_EXC = re.compile(r'^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>.+?)"?$')
 _ESCAPED_COLOUR = re.compile(r"\\u001[Bb](?:\[[0-9;]*m)?")  # its "[36m" may be gone
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\)\s*\(pid=(?P<pid>\w+)")
+#: A pydantic v2 validation error's own line (``Value error, <msg> [type=value_error,
+#: input_value=..]``) without the header line that names the error: a paste that kept
+#: only the body.
+_PYDANTIC_LINE = re.compile(r"^(?:Value|Assertion) error, \S.* \[type=\w+, input_value=")
+PYDANTIC_ERROR = "pydantic_core._pydantic_core.ValidationError"
 _OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
 _QUOTE_END = re.compile(r"""["']+\s*$""")
 
@@ -67,6 +73,8 @@ def classify(line: Line, error_record: bool) -> Relay | None:
         t = _OPENAI_TYPE.search(text)
         msg = c.group().split('", ')[0].rstrip("\"'")
         return Relay(line.number, line.process, t["type"] if t else "", msg)
+    if _PYDANTIC_LINE.match(text):
+        return Relay(line.number, line.process, PYDANTIC_ERROR, text)
     z = _LOCALIZED.match(text)
     if z:
         return Relay(line.number, line.process, "", z["msg"])
