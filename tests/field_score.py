@@ -3,9 +3,10 @@
 A corpus is a directory of logs and a ``truth.yaml`` (see ``fixtures/logs/field*/``). Each
 entry's root cause is right when type, message (start and ``contains``), process and the
 other keys the entry names all match, or, for an ``unknowable`` entry, when triage names
-no root cause and says it cannot know. Blame agrees when the root cause's ``blame`` (and
-``blame_package`` for dependency and caller) equals the hand reading; an unknowable entry
-agrees when triage blames no one (``unknown``).
+no root cause and says it cannot know. Blame agrees when the root cause's ``origin`` (who
+must act; and its ``package`` for dependency and caller, where the hand reading names
+one) equals the entry's ``blame`` (``blame_package``); an unknowable entry agrees when
+triage blames no one (``unknown``).
 
 Run over the CLI's own JSON, one ``vllmdiag triage --json`` per log::
 
@@ -55,15 +56,16 @@ def root_cause_wrong(entry: Mapping[str, Any], triage: Mapping[str, Any]) -> lis
 
 
 def blame_of(triage: Mapping[str, Any], states_blame: bool) -> tuple[str, str | None] | None:
-    """(blame, package) as triage states it; None where this triage states no blame.
-    ``states_blame``: this build's root causes carry a blame at all (without a root cause
-    triage then blames no one: ``unknown``)."""
+    """(blame, package) as triage states it (``root_cause.origin``: who must act, with
+    ``package`` and a ``why``); None where this build states no blame. ``states_blame``:
+    this build's root causes carry one at all (without a root cause, triage then blames
+    no one: ``unknown``)."""
     rc = triage.get("root_cause")
     if rc is None:
         return ("unknown", None) if states_blame else None
-    if "blame" not in rc:
-        return None
-    return (rc["blame"], rc.get("blame_package"))
+    if "why" not in rc:
+        return None  # a build whose origin only said where the exception was raised
+    return (rc["origin"], rc.get("package"))
 
 
 def blame_wrong(
@@ -109,7 +111,7 @@ def score(corpus: Path, triage_of: Callable[[Path], Mapping[str, Any]]) -> Score
     blame_misses: list[tuple[str, str]] = []
     blamed = 0
     results = [(entry, triage_of(corpus / entry["file"])) for entry in truth]
-    states_blame = any("blame" in (t.get("root_cause") or {}) for _, t in results)
+    states_blame = any("why" in (t.get("root_cause") or {}) for _, t in results)
     for entry, t in results:
         wrong = root_cause_wrong(entry, t)
         if entry.get("expected_miss"):

@@ -35,14 +35,18 @@ def _results(run: Path) -> list[CellResult]:
 
 
 @pytest.mark.parametrize("cell", FAILING)
-def test_the_starved_kv_cache_is_vllms_own_error_in_the_engine_core(cell: str) -> None:
+def test_the_starved_kv_cache_is_vllms_own_check_of_the_users_settings(cell: str) -> None:
     root = triage_file(KV / "cells" / cell / "log.txt").root_cause
     assert root is not None
     assert root.type == "ValueError"
     assert root.message.startswith("No available memory for the cache blocks")
     assert root.process.startswith("EngineCore")
-    assert root.origin == "vllm" and root.evidence == "traceback"
+    # raised in vLLM's engine core, but it is vLLM telling the user to change a setting
+    assert root.raised_in == "vllm" and root.evidence == "traceback"
+    assert root.origin == "config" and "gpu-memory-utilization" in root.why
     assert root.known == "kv-cache-too-small"
+    # the message says "Try increasing gpu_memory_utilization": the next step raises it
+    assert root.next_step == "vllmdiag arms show gpu-memory-utilization-0.95"
     assert "RuntimeError: Engine core initialization failed" not in root.signature
 
 
@@ -123,7 +127,7 @@ def test_a_prompt_longer_than_the_model_allows_is_read_from_the_benchmark() -> N
     root = triage_file(REAL / "prompt-too-long.log").root_cause
     assert root is not None and root.type == "AssertionError"
     assert root.message.startswith("Please ensure that max_model_len is greater than")
-    assert root.origin == "vllm"
+    assert root.origin == "config" and "max-model-len" in root.why
 
 
 def test_the_sigterm_run_was_journaled_as_interrupted() -> None:

@@ -129,6 +129,9 @@ class Completed:
 
 
 Tick = Callable[[float], None]
+#: Called at a timeout, before the tree is ended, with the child's pid and every live
+#: process of its tree (to dump their stacks: what the kill would lose).
+OnTimeout = Callable[[int, set[int]], None]
 
 _CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
     "vllmdiag_cancel", default=None
@@ -182,6 +185,7 @@ def run(
     tick_s: float = 0.25,
     on_spawn: Callable[[int], None] | None = None,
     cancel: threading.Event | None = None,
+    on_timeout: OnTimeout | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group.
 
@@ -192,6 +196,7 @@ def run(
     before it stops. ``on_spawn`` gets the child's pid (also its process group and
     session id) as soon as it exists, for the caller to journal. ``cancel`` (default: the
     one :func:`cancel_scope` set) stops the tree from another thread as Ctrl-C would.
+    ``on_timeout``: see :data:`OnTimeout`; the tree is ended after it whatever it does.
     """
     args = tuple(str(a) for a in argv)
     if cancel is None:
@@ -232,7 +237,9 @@ def run(
             except BaseException:
                 kill_tree(child, child.pid, set(), grace_s)
                 raise
-        rc, timed_out, interrupted = _wait(child, start, timeout, grace_s, on_tick, tick_s, cancel)
+        rc, timed_out, interrupted = _wait(
+            child, start, timeout, grace_s, on_tick, tick_s, cancel, on_timeout
+        )
         elapsed = time.monotonic() - start
         stdout = stderr = ""
         if capture:
@@ -271,6 +278,7 @@ def _wait(
     on_tick: Tick | None,
     tick_s: float,
     cancel: threading.Event | None = None,
+    on_timeout: OnTimeout | None = None,
 ) -> tuple[int | None, bool, bool]:
     tracked: set[int] = set()
     pgid = child.pid  # start_new_session: the child leads its own group
@@ -292,6 +300,13 @@ def _wait(
             if on_tick is not None:
                 on_tick(now - start)
             if timeout is not None and now - start > timeout:
+                if on_timeout is not None:
+                    tree = group_members(pgid) | descendants(child.pid) | tracked | {child.pid}
+                    try:
+                        on_timeout(child.pid, _alive(tree))
+                    finally:
+                        kill_tree(child, pgid, tracked, grace_s)
+                    return child.returncode, True, False
                 kill_tree(child, pgid, tracked, grace_s)
                 return child.returncode, True, False
     except KeyboardInterrupt:

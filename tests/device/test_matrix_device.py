@@ -19,6 +19,9 @@ from tests.device.gpu import gpu_apps
 from vllmdiag.cli.app import app
 
 QUIET = '{VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1"}'
+# The same, without FlashInfer's sampler: its kernels are JIT-built at the first start on
+# a host without flashinfer-jit-cache (about 90 s of every fresh engine start).
+QUIET_SAMPLER = '{VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1", VLLM_USE_FLASHINFER_SAMPLER: "0"}'
 
 
 def _write(tmp_path: Path, name: str, body: str) -> Path:

@@ -119,7 +119,9 @@ class LiveView:
             line.append(f" {r.elapsed_s:.1f}s" + (" (reused)" if reused else ""))
             cause = r.root_cause
             if cause is not None and (cause.type or cause.evidence == "death-line"):
-                line.append(f" — {cause.type or 'died'}: {(cause.message or '')[:80]}")
+                # where a hung cell stopped is worth its whole line
+                room = 400 if r.hang is not None else 80
+                line.append(f" — {cause.type or 'died'}: {(cause.message or '')[:room]}")
             self._print(line)
             self.progress.advance(self.task)
         elif isinstance(event, Note):

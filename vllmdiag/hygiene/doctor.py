@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vllmdiag import probes, proc
 from vllmdiag.envs import Env
-from vllmdiag.errors import EnvError, ProcessError
-from vllmdiag.hygiene import checks
-from vllmdiag.hygiene.model import SKIPPED, DoctorReport, Finding
+from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
+from vllmdiag.hygiene import checks, declared
+from vllmdiag.hygiene.model import SKIPPED, WARNING, DoctorReport, Finding
 
 _PROBES: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -35,6 +35,50 @@ def probe(env: Env) -> dict[str, Any]:
                 f"the plugins probe printed no JSON in leg {env.spec.name}: {out[-300:]!r}"
             ) from exc
     return _PROBES[key]
+
+
+#: Names the distributions whose declared requirements a leg is checked against
+#: (comma-separated; default :data:`declared.RELEASES`), e.g. to add a framework's pins.
+DECLARED_VAR = "VLLMDIAG_DECLARED"
+
+
+def releases_checked() -> tuple[str, ...]:
+    named = [n.strip() for n in os.environ.get(DECLARED_VAR, "").split(",") if n.strip()]
+    return tuple(named) or declared.RELEASES
+
+
+def failed_leg(leg: str, path: str, error: VllmdiagError) -> DoctorReport:
+    """A ``path:`` leg that could not be used, as a report: one finding saying why."""
+    return DoctorReport(
+        leg=leg,
+        path=path,
+        findings=(
+            Finding(
+                WARNING,
+                "leg-failed",
+                f"the path: leg could not be used, so none of its cells ran: {error.message}",
+                hint=error.hint or "check that the path is a Python environment on this node",
+            ),
+        ),
+    )
+
+
+def requires(env: Env, releases: Sequence[str] | None = None) -> dict[str, Any]:
+    """What ``releases`` declare they need in ``env``, and what of it is installed there
+    (the ``requires`` probe, run in the leg's own python)."""
+    out = proc.check_output(
+        [str(env.python), str(probes.script("requires")), *(releases or releases_checked())],
+        env=proc.clean_environ(),
+        timeout=120,
+        what=f"requirements probe in leg {env.spec.name}",
+    )
+    try:
+        data: dict[str, Any] = json.loads(out)
+    except ValueError as exc:
+        raise ProcessError(
+            f"the requirements probe printed no JSON in leg {env.spec.name}: {out[-300:]!r}"
+        ) from exc
+    return data
 
 
 def known_env_vars(env: Env) -> frozenset[str] | None:
@@ -69,6 +113,7 @@ def doctor(
         *checks.flashinfer(info),
         *checks.known_vars(info),
         *checks.logging_hazard(run_env or {}),
+        *declared.declared(requires(env)),
     ]
     if check_gpu:
         apps, why = compute_apps()

@@ -14,6 +14,7 @@ from vllmdiag.journal import RunDir
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import Square, Verdict
+from vllmdiag.triage.blame import blame_text
 
 if TYPE_CHECKING:
     from vllmdiag.matrix.job import MatrixReport
@@ -76,9 +77,18 @@ def _details(report: MatrixReport, recipe: Recipe) -> list[str]:
             rc = example.root_cause
             assert rc is not None
             known = f" — known: {rc.known}" if rc.known else ""
+            known += f"; whose fault: {blame_text(rc.origin, rc.package, rc.why)}"
             step = f"; next: `{rc.next_step}`" if rc.next_step else ""
             shown = sig or "(no root cause in the log)"
             out.append(f"- {n} cell(s): `{shown}`{known}{step} (e.g. `{example.id}`)")
+    hung = [r for r in report.cells if r.hang is not None]
+    if hung:
+        out += ["", "## Cells killed at their timeout: where they hung", ""]
+        out += [
+            f"- `{r.id}`: {_md_cell(r.hang.describe())} (stacks: `cells/{r.id}/hang/`)"
+            for r in hung
+            if r.hang is not None
+        ]
     errors = [r for r in report.cells if r.outcome is Outcome.ERROR]
     if errors:
         out += ["", "## Errors (no result a verdict can use: see each reason)", ""]

@@ -1,6 +1,7 @@
 """What a cell came to, from how its process ended and what it left.
 
-- killed at the timeout: TIMEOUT;
+- killed at the timeout: TIMEOUT, whose root cause says where it hung (its stack dump,
+  the start-up phase it got through, how long its log had been silent);
 - exit 0: PASS, unless a metric the recipe needs is missing, or the workload did not
   take the shape the recipe asked (then ERROR: nothing a verdict can use);
 - any other exit: FAIL, with the root cause from its log; unless that root cause lies in
@@ -22,6 +23,7 @@ from vllmdiag.model.shape import WorkloadShape, shape_problem
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.plan.cells import CellPlan
 from vllmdiag.runner.executor import CellRun
+from vllmdiag.runner.hang_cause import hang_cause, hang_report
 from vllmdiag.runner.readers import HygieneSummary, RunReaders
 
 
@@ -56,8 +58,17 @@ class Judge:
             reason = "; ".join(lacking)
         else:
             outcome, reason = Outcome.FAIL, f"exit status {done.rc}"
-        root = self.readers.root_cause(log) if outcome in (Outcome.FAIL, Outcome.TIMEOUT) else None
+        root = (
+            self.readers.root_cause(log, (str(self.run.path),))
+            if outcome in (Outcome.FAIL, Outcome.TIMEOUT)
+            else None
+        )
         fp, unreadable = self.readers.fingerprint(log, self.hygiene.notable(cell.leg.name))
+        hang = None
+        if outcome is Outcome.TIMEOUT:
+            startup = fp.startup if fp is not None else None
+            hang = hang_report(log.parent, self.recipe.timeout, startup)
+            root = hang_cause(hang, root)
         if outcome is Outcome.FAIL and root is not None and root.is_tool_error:
             outcome, reason = Outcome.ERROR, tool_failure(root)
         if outcome is Outcome.PASS:
@@ -83,6 +94,7 @@ class Judge:
             fingerprint=fp,
             log=str(log),
             notes=notes,
+            hang=hang,
         )
 
     def _shape(
@@ -109,10 +121,9 @@ class Judge:
 
 def tool_failure(root: CauseSummary) -> str:
     """Why a cell whose root cause is in vllmdiag's own code is an ERROR."""
-    frames = root.frames or ("see the log",)
-    ours = next((f for f in reversed(frames) if "vllmdiag" in f), frames[-1])
+    where = root.why or (root.frames[-1] if root.frames else "see the log")
     return (
         "vllmdiag's own code failed, so this cell says nothing about the leg: "
-        f"{root.type or 'error'}: {root.message or ''} (at {ours}); please report it to "
+        f"{root.type or 'error'}: {root.message or ''} ({where}); please report it to "
         "vllmdiag"
     )

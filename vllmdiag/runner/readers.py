@@ -60,9 +60,11 @@ class RunReaders:
     """A reader that breaks on an odd log must not cost the cell its result: the failure
     is recorded in the result and the run goes on."""
 
-    def root_cause(self, log: Path) -> CauseSummary:
+    def root_cause(self, log: Path, tool_dirs: Sequence[str] = ()) -> CauseSummary:
+        """The cell's root cause; ``tool_dirs``: directories vllmdiag wrote (the run
+        directory), whose files are its own code besides its package."""
         try:
-            triage = triage_file(log)
+            triage = triage_file(log, tool_dirs=tool_dirs)
         except Exception as exc:  # a triage bug is recorded, never fatal to the cell
             return CauseSummary(reader_error=f"triage failed: {exc!r}")
         root = triage.root_cause
@@ -78,6 +80,8 @@ class RunReaders:
             advice=root.advice,
             origin=root.origin,
             package=root.package,
+            why=root.why or None,
+            raised_in=root.raised_in,
             evidence=root.evidence,
             frames=tuple(root.frames),
             lines=root.lines,

@@ -1,6 +1,7 @@
 """Build a :class:`RootCause` from each kind of evidence: an exception (link of a
 traceback), a death line, a wrapper's quote, a refused command line. Each gets its
-signature, its catalogue entry, its origin and a reason saying how it was read."""
+signature, its catalogue entry, whose fault it is (:mod:`vllmdiag.triage.blame`) and a
+reason saying how it was read."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import dataclasses
 import re
 
 from vllmdiag.triage import relays
+from vllmdiag.triage.blame import decide
 from vllmdiag.triage.catalogue import Catalogue, Hit
 from vllmdiag.triage.deaths import Death
 from vllmdiag.triage.model import Evidence, EvidenceKind, RootCause
-from vllmdiag.triage.origin import ORIGINS, Origin, origin_of
+from vllmdiag.triage.origin import place_of
 from vllmdiag.triage.signature import signature
 from vllmdiag.triage.tracebacks import Link, Traceback
 
@@ -62,12 +64,22 @@ def _cause(
     lines: tuple[int, int],
     reason: str,
     evidence: EvidenceKind,
-    origin: Origin,
-    package: str | None,
+    raised_in: str | None,
     files: list[str] | None = None,
     frames: tuple[str, ...] = (),
+    where: tuple[str, str | None] | None = None,
+    rule: tuple[str, str] | None = None,
 ) -> RootCause:
     h = match(cat, typ, message, files or [], ev.vllm_version)
+    blame = decide(
+        typ,
+        message,
+        files or [],
+        rule=rule[0] if rule else h.entry.blame if h else None,
+        rule_why=rule[1] if rule else h.why if h else None,
+        where=where,
+        tool_dirs=ev.tool_dirs,
+    )
     return RootCause(
         type=typ,
         message=message,
@@ -80,9 +92,11 @@ def _cause(
         reason=reason,
         frames=frames,
         evidence=evidence,
-        origin=origin,
-        package=package,
+        origin=blame.origin,
+        package=blame.package,
         advice=h.advice if h else None,
+        why=blame.why,
+        raised_in=raised_in,
     )
 
 
@@ -127,9 +141,10 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         )
     if label == "thread":
         why.append("only background-thread tracebacks found; taking the first")
-    origin, package = origin_of(link.frames)
-    if link.frames:
-        why.append(f"raised in {origin} code" + (f" ({package})" if package else ""))
+    place, package = place_of(link.frames, ev.tool_dirs)
+    raised_in = _raised_in(place, package)
+    if raised_in:
+        why.append(f"raised in {_in_words(raised_in)}")
     return _cause(
         cat,
         ev,
@@ -139,8 +154,7 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         lines=(link.start_line, link.exc_line),
         reason="; ".join(why),
         evidence="exception-line" if headless or link.kind == "notice" else "traceback",
-        origin=origin,
-        package=package,
+        raised_in=raised_in,
         files=[f.file for f in link.frames],
         frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in link.frames[-3:]),
     )
@@ -176,8 +190,7 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
         lines=(at, at),
         reason=why,
         evidence="exception-line" if tb.headless else "traceback",
-        origin="unknown",
-        package=None,
+        raised_in=None,
     )
 
 
@@ -201,8 +214,7 @@ def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
         lines=(r.line, r.line),
         reason=why,
         evidence="exception-line" if body else "wrapper-message",
-        origin="unknown",
-        package=None,
+        raised_in=None,
     )
 
 
@@ -210,7 +222,7 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
     why = f"no Python exception in view; process {d.process} died (line {d.line})"
     if d.strength == "follow-on":
         why += "; a follow-on death (killed by its parent, or a teardown): the cause may be missing"
-    origin: Origin = d.origin if d.origin in ORIGINS else "unknown"
+    where = (d.origin, d.package) if d.origin in ("vllm", "dependency", "user", "tool") else None
     return _cause(
         cat,
         ev,
@@ -220,9 +232,9 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
         lines=(d.line, d.line),
         reason=why,
         evidence="death-line",
-        origin=origin,
-        package=d.package if origin != "unknown" else None,
+        raised_in=_raised_in(*where) if where else None,
         frames=tuple(f"{f.file}:{f.line}" for f in d.frames[:3]),
+        where=where,
     )
 
 
@@ -243,8 +255,7 @@ def from_quote(
         lines=(link.exc_line, link.exc_line),
         reason=why,
         evidence="wrapper-message",
-        origin="unknown",
-        package=None,
+        raised_in=None,
     )
 
 
@@ -260,9 +271,29 @@ def cli(err: tuple[int, str, str] | None, cat: Catalogue, ev: Evidence) -> RootC
         lines=(line, line),
         reason=f"the command line was refused before anything ran (line {line})",
         evidence="cli-error",
-        origin="unknown",
-        package=None,
+        raised_in=None,
+        rule=(
+            (
+                f"caller:{ev.wrapper}",
+                f"{ev.wrapper} built this vLLM command line, and vLLM refused arguments it passed",
+            )
+            if ev.wrapper
+            else None
+        ),
     )
+
+
+def _raised_in(place: str | None, package: str | None) -> str | None:
+    """Where it was raised: a package's name, or ``script`` (the workload's own file)."""
+    if place is None:
+        return None
+    return "script" if place == "user" else (package or place)
+
+
+def _in_words(raised_in: str) -> str:
+    if raised_in == "script":
+        return "the workload's own script"
+    return "vLLM's code" if raised_in == "vllm" else f"{raised_in}'s code"
 
 
 def with_reason(cause: RootCause, reason: str) -> RootCause:

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from vllmdiag.triage.callers import LITERALS as CALLER_LITERALS
+
 BLOCK = 1 << 20
 MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut here
 CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
@@ -47,7 +49,8 @@ LITERALS: tuple[bytes, ...] = (
     b'  File "',  # a frame: stack pasted without its header or exception line
     "失败".encode(),  # "failed", in Chinese-language pastes
 )
-HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
+#: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
+HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion", *CALLER_LITERALS)
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran
 #: died, the exit status a harness notes.
 TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"dumped", b"xit code")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from vllmdiag.triage import relays
+from vllmdiag.triage.callers import wrapper_in
 from vllmdiag.triage.deaths import DeathWatch
 from vllmdiag.triage.lines import is_error_record, normalise, unglue
 from vllmdiag.triage.tracebacks import TracebackParser
@@ -33,6 +34,7 @@ class Watch:
         self.finished: str | None = None
         self.cli_error: tuple[int, str, str] | None = None
         self.relay: relays.Relay | None = None
+        self.wrapper: str | None = None  # a program that built vLLM's command line
 
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
@@ -58,6 +60,8 @@ class Watch:
                     self.cli_error = (number, c["msg"], line.process)
             if self.relay is None:
                 self.relay = relays.classify(line, is_error_record(line))
+        if self.wrapper is None and "amalama" in text.lower():
+            self.wrapper = wrapper_in(text)
         if self.finished is None and ("Throughput: " in text or "Avg latency: " in text):
             m = _FINISHED.search(text)
             self.finished = text.strip() if m else None
