@@ -60,3 +60,12 @@ def test_the_scoring_helper_reads_the_clis_own_json() -> None:
     via_cli = fs.cli_triage(fs.FIELD2 / entry["file"])
     assert via_cli["root_cause"] == fs.library_triage(fs.FIELD2 / entry["file"])["root_cause"]
     assert fs.root_cause_wrong(entry, via_cli) == []
+
+
+def test_readme_states_the_blame_agreement_on_the_held_out_corpus() -> None:
+    """Whose fault it is, against the hand reading: the figure the README states (the
+    issue's 90 % is not reached yet; the misses are listed by ``field_score.py``)."""
+    score = fs.score(fs.FIELD2, fs.library_triage)
+    m = re.search(r"agrees with the hand reading for (\d+) of (\d+)\s+held-out", README.read_text())
+    assert m is not None, "README states the held-out blame agreement"
+    assert (int(m[1]), int(m[2])) == (score.blame_agree, score.blamed), score.lines()
