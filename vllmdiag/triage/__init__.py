@@ -72,6 +72,7 @@ def triage_file(
         ends_mid_line=info.ends_mid_line,
         finished=watch.finished,
         cli_error=watch.cli_error,
+        relay=watch.relay,
         last_line=normalise(info.last_line.decode("utf-8", "replace"), info.lines).text.strip(),
         lines=info.lines,
         deaths=tuple(watch.deaths.finish()),

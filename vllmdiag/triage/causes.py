@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from vllmdiag.triage import relays
 from vllmdiag.triage.blame import decide
 from vllmdiag.triage.catalogue import Catalogue, Hit
 from vllmdiag.triage.deaths import Death
@@ -17,6 +18,28 @@ from vllmdiag.triage.signature import signature
 from vllmdiag.triage.tracebacks import Link, Traceback
 
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
+#: Lines a logger writes above a traceback that announce it without saying what failed:
+#: never a root cause by themselves.
+_STOCK = re.compile(
+    r"^(?:Process [\w-]+|Exception in [\w .-]+|Error (?:in|executing|while|during) [^:]*"
+    r"|(?:Unhandled|Uncaught) exception[^:]*|Task exception was never retrieved"
+    r"|EngineCore (?:failed to start|hit an exception|encountered a fatal error)"
+    r"|WorkerProc (?:hit an exception|failed to start)[^:]*"
+    r"|An? (?:error|exception) (?:occurred|was raised|happened)[^:]*|Traceback.*)[.:!]?$"
+    r"|:$"
+)
+#: Words an error statement has (``No module named ..``, ``Timed out after ..``, ``.. is
+#: only supported ..``); a logger's context line (``OpenAI async completion``) has none.
+_SAYS_WHAT_FAILED = re.compile(
+    r"(?i)(?:error|fail|\bnot\b|\bno\b|cannot|can't|unable|invalid|unsupported|\bonly\b"
+    r"|\bmust\b|timed? ?out|missing|denied|refused|exceed|too (?:large|long|many|small)"
+    r"|out of|killed|died|unknown|unexpected|illegal|mismatch)"
+)
+#: A pydantic v2 validation error's body (``[type=value_error, input_value=..]``): its
+#: header line (``pydantic_core._pydantic_core.ValidationError: 1 validation error for
+#: ModelConfig``) is what a cut paste loses.
+_PYDANTIC_BODY = re.compile(r"\[type=\w+, input_value=")
+PYDANTIC_ERROR = relays.PYDANTIC_ERROR
 
 
 def hit(cat: Catalogue, link: Link, version: str | None) -> Hit | None:
@@ -78,7 +101,8 @@ def _cause(
 
 
 def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str) -> RootCause:
-    headless = tb.headless and link is tb.links[0]
+    # a Ray task's remote traceback is read as headless when the task error was
+    headless = tb.headless and (link is tb.links[0] or link.relation == "remote")
     if link.kind == "notice":
         why = [
             f"vLLM's note of an exception in {tb.process} (line {link.exc_line}); "
@@ -133,6 +157,64 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         raised_in=raised_in,
         files=[f.file for f in link.frames],
         frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in link.frames[-3:]),
+    )
+
+
+def header_states_error(tb: Traceback) -> bool:
+    """The line logged right above a traceback cut before its exception line states the
+    error itself (``logger.error(exc, exc_info=True)`` writes the message, then the
+    traceback): an error-level or raw line, not a stock announcement."""
+    head = tb.header.strip()
+    if not tb.header_error or len(head) < 8 or not any(c.isalpha() for c in head):
+        return False
+    return _STOCK.search(head) is None and _SAYS_WHAT_FAILED.search(head) is not None
+
+
+def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
+    head = tb.header.strip()
+    typ = PYDANTIC_ERROR if _PYDANTIC_BODY.search(head) else ""
+    what = "its frames" if tb.headless else "a traceback"
+    at = tb.header_line or tb.first_line
+    why = (
+        f"the error {tb.process} logged on line {at}, right above {what} cut before the "
+        "exception line"
+    )
+    if typ:
+        why += "; its body is a pydantic validation error whose header line is cut"
+    return _cause(
+        cat,
+        ev,
+        typ=typ,
+        message=head,
+        process=tb.process,
+        lines=(at, at),
+        reason=why,
+        evidence="exception-line" if tb.headless else "traceback",
+        raised_in=None,
+    )
+
+
+def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
+    r = ev.relay
+    assert r is not None
+    body = r.type == PYDANTIC_ERROR  # the error's own line, not a relay of it
+    why = (
+        f"a pydantic validation error's own line (line {r.line}); its header line, which "
+        "names the error, is not in view"
+        if body
+        else f"the error {r.process} relays on line {r.line}, without a traceback: the "
+        "failing process's own output is not in view"
+    )
+    return _cause(
+        cat,
+        ev,
+        typ=r.type,
+        message=r.message,
+        process=r.process,
+        lines=(r.line, r.line),
+        reason=why,
+        evidence="exception-line" if body else "wrapper-message",
+        raised_in=None,
     )
 
 

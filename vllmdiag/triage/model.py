@@ -7,6 +7,7 @@ from typing import Literal
 
 from vllmdiag.triage.blame import Origin
 from vllmdiag.triage.deaths import Death
+from vllmdiag.triage.relays import Relay
 
 #: How the root cause was read: a traceback with its header in view, an exception line
 #: without it, a line saying a process died, a wrapper's quote of the child's error, or a
@@ -118,6 +119,7 @@ class Evidence:
     finished: str | None = None  # the benchmark's result line, when the run printed one
     last_line: str = ""  # the log's last non-blank line (normalised)
     cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
+    relay: Relay | None = None  # the first error a process around vLLM relays
     deaths: tuple[Death, ...] = ()  # lines saying a process died, in log order
     #: directories whose files are vllmdiag's own besides its package (the run directory)
     tool_dirs: tuple[str, ...] = ()

@@ -31,10 +31,13 @@ MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut
 CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 
 #: Substrings of every fatal line, searched in every block. Short on purpose: ``rror`` is
-#: Error and error, ``atal`` Fatal and fatal, ``illed`` Killed and killed.
+#: Error and error (``RROR`` an ERROR record), ``atal`` Fatal and fatal, ``illed`` Killed
+#: and killed; vLLM's request-length message as a client relays it, a frame line (a stack
+#: pasted without header or exception), the Chinese word for failed.
 LITERALS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"rror",
+    b"RROR",
     b"xception",
     b"died",
     b"illed",
@@ -42,6 +45,9 @@ LITERALS: tuple[bytes, ...] = (
     b"atal",
     b"fault",
     b"SIG",
+    b"maximum context length",
+    b'  File "',  # a frame: stack pasted without its header or exception line
+    "失败".encode(),  # "failed", in Chinese-language pastes
 )
 #: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion", *CALLER_LITERALS)
