@@ -79,6 +79,7 @@ def _cause(
         rule_why=rule[1] if rule else h.why if h else None,
         where=where,
         tool_dirs=ev.tool_dirs,
+        wrapper=ev.wrapper,
     )
     return RootCause(
         type=typ,
@@ -181,6 +182,11 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
     )
     if typ:
         why += "; its body is a pydantic validation error whose header line is cut"
+    frames = [f for k in tb.links for f in k.frames]
+    place, package = place_of(frames, ev.tool_dirs)
+    raised_in = _raised_in(place, package)
+    if raised_in:
+        why += f"; its innermost frame in view is in {_in_words(raised_in)}"
     return _cause(
         cat,
         ev,
@@ -190,7 +196,9 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
         lines=(at, at),
         reason=why,
         evidence="exception-line" if tb.headless else "traceback",
-        raised_in=None,
+        raised_in=raised_in,
+        files=[f.file for f in frames],
+        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
     )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,6 +188,8 @@ class _State:
         self.cut = 0
         self.head = True  # the block lies within EDGE bytes of the start
         self.tail = True  # ... of the end (or the end is not known)
+        #: the previous block's last lines that were not handed over: (number, line)
+        self.pending: deque[tuple[int, bytes]] = deque(maxlen=CONTEXT)
 
     def block(self, block: bytes, lo: int, hi: int) -> None:
         """``block[lo:hi]`` ends with a newline. Hand over what matters, count the rest."""
@@ -205,15 +208,45 @@ class _State:
                         break
                     prev = block.rfind(b"\n", pos, ctx - 1)
                     ctx = prev + 1 if prev != -1 else pos
+                if ctx == lo and self.pending:
+                    self._carried(block.count(b"\n", lo, at))
                 base += block.count(b"\n", pos, ctx)
                 pos = ctx
+            self.pending.clear()
             nl = block.find(b"\n", pos)
             base += 1
             line = block[pos:nl]
             feed(base, line if len(line) <= MAX_LINE else line[:MAX_LINE])
             pos = nl + 1
+        self._keep_unfed(block, pos, hi, base)
         self.lineno += block.count(b"\n", lo, hi)
         self._last_line(block, lo, hi)
+
+    def _keep_unfed(self, block: bytes, pos: int, hi: int, base: int) -> None:
+        """The last lines of the block that were not handed over, for the context of a
+        hit at the very start of the next block (the last line of a file without a final
+        newline comes as a block of its own)."""
+        self.pending.clear()
+        if pos >= hi:
+            return
+        start = hi
+        lines: list[tuple[int, bytes]] = []
+        total = base + block.count(b"\n", pos, hi)
+        while len(lines) < CONTEXT and start > pos:
+            prev = block.rfind(b"\n", pos, start - 1)
+            begin = prev + 1 if prev != -1 else pos
+            lines.append((total - len(lines), block[begin : start - 1][:MAX_LINE]))
+            start = begin
+        self.pending.extend(reversed(lines))
+
+    def _carried(self, before: int) -> None:
+        """Hand over the previous block's last unfed lines that are within the context
+        of a hit ``before`` lines into this block."""
+        room = CONTEXT - before
+        keep = list(self.pending)[-room:] if room > 0 else []
+        for number, line in keep:
+            self.feed(number, line)
+        self.pending.clear()
 
     def _last_line(self, block: bytes, lo: int, hi: int) -> None:
         end = hi
