@@ -290,3 +290,28 @@ def test_torchs_lookup_alone_in_view_says_unknown(tmp_path: Path) -> None:
         " no attribute 'input_scale'. Did you mean: 'input_size'?\n",
     )
     assert (rc.origin, rc.raised_in) == ("unknown", "torch")
+
+
+_BAR = (
+    "Processed prompts:   0%|          | 0/4 [00:00<?, ?it/s, est. speed input: 0.00 toks/s]"
+    "\rProcessed prompts: {pct}|#####     | {n}/4 [00:00<00:00, 10.58it/s, est. speed input: "
+    "58.25 toks/s, output: 169.45 toks/s]\n"
+)
+_DIED = (
+    "ERROR 01-07 20:00:59 [core_client.py:564] Engine core proc EngineCore_DP0 died "
+    "unexpectedly, shutting down client.\n"
+)
+
+
+def test_an_engine_that_dies_after_every_prompt_completed_is_vllms_teardown(
+    tmp_path: Path,
+) -> None:
+    done = _BAR.format(pct="100%", n=4) + "Prompt: 'Hello, my name is', Generated text: ' Shin'\n"
+    rc = _triage(tmp_path, done + _DIED)
+    assert (rc.known, rc.origin) == ("worker-died", "vllm")
+    assert "every prompt had completed" in rc.reason
+    rc = _triage(tmp_path, _BAR.format(pct=" 50%", n=2) + _DIED)  # died mid-run
+    assert (rc.known, rc.origin) == ("worker-died", "unknown")
+    again = done + "Processed prompts:   0%|          | 0/8 [00:00<?, ?it/s]\n"
+    rc = _triage(tmp_path, again + _DIED)  # a second batch had started
+    assert (rc.known, rc.origin) == ("worker-died", "unknown")

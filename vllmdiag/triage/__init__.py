@@ -78,6 +78,7 @@ def triage_file(
         deaths=tuple(watch.deaths.finish()),
         tool_dirs=tuple(tool_dirs),
         wrapper=watch.wrapper,
+        completed_at=watch.completed,
     )
     return choose(tracebacks, cat, ev, str(path))
 

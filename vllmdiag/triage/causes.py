@@ -231,6 +231,14 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
     if d.strength == "follow-on":
         why += "; a follow-on death (killed by its parent, or a teardown): the cause may be missing"
     where = (d.origin, d.package) if d.origin in ("vllm", "dependency", "user", "tool") else None
+    rule = None
+    if ev.completed_at is not None and d.line > ev.completed_at and d.origin == "vllm":
+        why += f"; every prompt had completed (line {ev.completed_at}) before it died"
+        rule = (
+            "vllm",
+            "vLLM's engine died after every prompt had completed: a defect in its "
+            "shutdown, not the run's settings or machine",
+        )
     return _cause(
         cat,
         ev,
@@ -243,6 +251,7 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
         raised_in=_raised_in(*where) if where else None,
         frames=tuple(f"{f.file}:{f.line}" for f in d.frames[:3]),
         where=where,
+        rule=rule,
     )
 
 

@@ -53,8 +53,14 @@ LITERALS: tuple[bytes, ...] = (
 #: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion", *CALLER_LITERALS)
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran
-#: died, the exit status a harness notes.
-TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"dumped", b"xit code")
+#: died, the exit status a harness notes, vLLM's progress bar over the prompts.
+TAIL_LITERALS: tuple[bytes, ...] = (
+    b"Throughput: ",
+    b"Avg latency: ",
+    b"dumped",
+    b"xit code",
+    b"Processed prompts:",  # LLM.generate's progress bar: whether every prompt finished
+)
 EDGE = 16 << 20
 
 #: The same markers as one regex, for readers that want one.
