@@ -315,3 +315,31 @@ def test_an_engine_that_dies_after_every_prompt_completed_is_vllms_teardown(
     again = done + "Processed prompts:   0%|          | 0/8 [00:00<?, ?it/s]\n"
     rc = _triage(tmp_path, again + _DIED)  # a second batch had started
     assert (rc.known, rc.origin) == ("worker-died", "unknown")
+
+
+def test_a_validation_error_an_actor_framework_relays_names_no_passer(tmp_path: Path) -> None:
+    relay = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/xinference/api/restful_api.py", line '
+        "1320, in launch_model\n"
+        "    model_uid = await (await self._get_supervisor_ref()).launch_builtin_model(\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/xoscar/backends/context.py", line 111,'
+        " in _process_result_message\n"
+        "    raise message.as_instanceof_cause()\n"
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, The checkpoint you are trying to load has model type `qwen3_vl` but "
+        "Transformers does not recognize this architecture. [type=value_error, input_value="
+        "ArgsKwargs((), {'model': '/models/qwen3-vl'}), input_type=ArgsKwargs]\n"
+    )
+    rc = _triage(tmp_path, relay)
+    assert rc.type.endswith("ValidationError") and rc.known == "transformers-unknown-model-type"
+    # the catalogue's rule decides; without one, the relaying REST process is not the passer
+    assert rc.origin == "config"
+    rc = _triage(
+        tmp_path,
+        relay.replace(
+            "has model type `qwen3_vl` but Transformers does not recognize this architecture",
+            "bad value",
+        ),
+    )
+    assert (rc.origin, rc.package) == ("unknown", None)

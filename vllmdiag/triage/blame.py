@@ -67,6 +67,9 @@ _ARGUMENTS = re.compile(
 #: Libraries that only carry another's check (a validator) or relay a call (an actor
 #: framework): never the one who passed a value.
 _CARRIERS = frozenset({"pydantic", "pydantic_core", "ray", "xoscar", "typing_extensions"})
+#: Actor frameworks that re-raise another process's error: frames that end in one are
+#: the receiver's, and who passed the values is in the other process.
+_RELAYS = frozenset({"ray", "xoscar"})
 #: Frames that only look an attribute up for the code above them (torch's
 #: ``Module.__getattr__`` raises the ``AttributeError`` of whoever asked for it).
 _LOOKUPS = re.compile(r"torch/nn/modules/module\.py$")
@@ -166,6 +169,8 @@ def _passer(frames: list[_Frame]) -> _Frame | str | None:
     """Who passed the arguments: the innermost frame that is no carrier; where that is
     vLLM's, the code outside vLLM that called into it, or ``"vllm-entry"`` when vLLM's
     own entry point (its command line) took the values."""
+    if frames and frames[-1].package in _RELAYS:
+        return None  # re-raised from another process: the passer is not in view
     inner = [f for f in frames if f.package not in _CARRIERS]
     if not inner:
         return None
