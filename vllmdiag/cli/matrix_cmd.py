@@ -126,7 +126,7 @@ def matrix(
         if not dry_run:
             warn_lines(console, recipe_warnings(rec))
         if dry_run:
-            p = plan(rec)
+            p = plan(rec, run_dir=resume or out)
             if as_json:
                 emit_json(codec.dump(p))
                 return
@@ -172,7 +172,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
     head.append(f": {p.question}", style="")
     console.print(head)
     legs = Table(title="legs", title_justify="left")
-    for col in ("leg", "key", "python", "requirements", "exclude_newer", "existing"):
+    for col in ("leg", "key", "python", "interpreter", "requirements", "exclude_newer", "existing"):
         legs.add_column(col, overflow="fold")
     for leg in p.legs:
         legs.add_row(
@@ -182,6 +182,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
                     leg.name,
                     leg.key,
                     leg.python,
+                    leg.interpreter,
                     " ".join(leg.requirements),
                     leg.exclude_newer or "",
                     leg.existing or "",

@@ -252,6 +252,7 @@ def _print_plan(console: Console, p: StudyPlan) -> None:
     for leg in p.legs:
         line = Text(f"leg {leg.name}", style="bold")
         line.append(f"  {' '.join(leg.requirements) or leg.existing or ''}", style="dim")
+        line.append(f"  python {leg.python} ({leg.interpreter})", style="dim")
         console.print(line, soft_wrap=True, highlight=False)
     print_cells(console, p.cells)
     warn_lines(console, p.warnings)
