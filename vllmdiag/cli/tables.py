@@ -50,5 +50,5 @@ def print_cells(console: Console, cells: Sequence[PlannedCell]) -> None:
         console.print(line, soft_wrap=True)
         console.print(Text(f"  $ {c.line}"), soft_wrap=True, highlight=False)
         if c.unknown:
-            known = Text("  not known until the leg is built: " + "; ".join(c.unknown))
+            known = Text("  not known yet: " + "; ".join(c.unknown))
             console.print(known, style="yellow", soft_wrap=True, highlight=False)

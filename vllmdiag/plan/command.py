@@ -32,12 +32,13 @@ UNKNOWN_SPELLING = "vLLM's flag spelling (read from the leg once it is built)"
 class LegSeen:
     """A leg as the command sees it. ``python``: its interpreter (or a placeholder);
     ``version``: its Python X.Y.Z (None: not known yet); ``dialect``: its vLLM's
-    spelling of the built-ins' flags (None: not known yet)."""
+    spelling of the built-ins' flags (None: not known yet); ``python_unknown``: why the
+    interpreter is not known yet (empty: it is)."""
 
     python: str
     version: str | None = None
     dialect: wlmod.BenchDialect | None = wlmod.CURRENT
-    built: bool = True
+    python_unknown: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ def render(
         dialect=dialect,
     )
     unknown: list[str] = []
-    if not leg.built and leg.python in argv:
-        unknown.append(UNKNOWN_PYTHON)
+    if leg.python_unknown and leg.python in argv:
+        unknown.append(leg.python_unknown)
     if leg.dialect is None and needs_dialect(wl):
         unknown.append(UNKNOWN_SPELLING)
     return CellCommand(tuple(argv), dict(env), tuple(unknown))

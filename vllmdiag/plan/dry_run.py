@@ -17,7 +17,7 @@ from vllmdiag.plan.legs_seen import see
 @dataclass(frozen=True)
 class PlannedLeg:
     """A leg of the plan. ``python``: the Python version it runs (the interpreter's own
-    where the leg exists, else the version asked for); ``interpreter``: its path, or
+    where the leg exists, else the version a uv leg asks for); ``interpreter``: its path, or
     :data:`~vllmdiag.plan.command.UNBUILT_PYTHON` for a uv leg not built yet."""
 
     name: str
@@ -35,7 +35,7 @@ class PlannedLeg:
         return cls(
             name=leg.name,
             key=leg.key(),
-            python=(seen.version if seen and seen.version else leg.python_request),
+            python=_version(leg, seen),
             requirements=tuple(sorted(leg.requirements)),
             index_url=leg.index_url,
             extra_index_urls=tuple(leg.extra_index_urls),
@@ -133,3 +133,11 @@ def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = N
     return MatrixPlan(
         recipe.name, recipe.question, legs, tuple(planned), bench_check.recipe_warnings(recipe)
     )
+
+
+def _version(leg: LegSpec, seen: cmdmod.LegSeen | None) -> str:
+    """The leg's Python: its interpreter's own where known; else what a uv leg asks for,
+    and for an existing environment that cannot be asked, that it is unknown."""
+    if seen is not None and seen.version:
+        return seen.version
+    return "unknown" if leg.existing is not None else leg.python_request

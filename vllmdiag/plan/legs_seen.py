@@ -8,7 +8,7 @@ from vllmdiag.envs.cache import EnvCache
 from vllmdiag.envs.leg_facts import interpreter_facts, spells_random_lengths
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.plan import workloads as wlmod
-from vllmdiag.plan.command import UNBUILT_PYTHON, LegSeen
+from vllmdiag.plan.command import UNBUILT_PYTHON, UNKNOWN_PYTHON, LegSeen
 
 
 def see(spec: LegSpec, cache: EnvCache, pythonpath: str = "") -> LegSeen:
@@ -16,7 +16,10 @@ def see(spec: LegSpec, cache: EnvCache, pythonpath: str = "") -> LegSeen:
     ``PYTHONPATH``, which can change which vLLM the leg imports)."""
     python = cache.built_python(spec)
     if python is None:
-        return LegSeen(UNBUILT_PYTHON, None, None, built=False)
+        return LegSeen(UNBUILT_PYTHON, None, None, UNKNOWN_PYTHON)
+    if spec.existing is not None and not spec.existing.exists():
+        why = f"interpreter (nothing at {spec.existing} on this machine)"
+        return LegSeen(str(spec.existing), None, None, why)
     facts = interpreter_facts(python, pythonpath)
     if facts is None:  # it does not start: the run will say so
         return LegSeen(str(python), None, None)
