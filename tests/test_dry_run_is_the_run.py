@@ -195,3 +195,33 @@ def test_a_uv_leg_says_its_interpreter_is_not_known_until_built_then_shows_it(
     record = json.loads(next((run / "envs").glob("*.json")).read_text())
     assert argv[0] == record["python"] == plan["legs"][0]["interpreter"]
     assert plan["legs"][0]["python"] == _version_of(Path(argv[0]))
+
+
+def test_a_study_dry_run_is_what_its_batch_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_study_run import recipe as study_recipe
+
+    monkeypatch.chdir(tmp_path)
+    venv = _venv(tmp_path / "venv", sys.executable)
+    path = study_recipe(tmp_path / "study", uv_leg=False)
+    path.write_text(path.read_text().replace(f"{{path: {sys.executable}}}", f"{{path: {venv}}}"))
+    dry = RUNNER.invoke(app, ["study", str(path), "--dry-run", "--model", "alpha", "--json"])
+    assert dry.exit_code == 0, dry.output
+    plan = json.loads(dry.stdout)
+    assert plan["legs"][0]["interpreter"] == str(venv / "bin" / "python")
+    assert plan["legs"][0]["python"] == _version_of(venv / "bin" / "python")
+    text = RUNNER.invoke(app, ["study", str(path), "--dry-run", "--model", "alpha"]).output
+    ran = RUNNER.invoke(app, ["study", str(path), "--model", "alpha", "--json"])
+    assert ran.exit_code == 0, ran.output
+    batch = Path(json.loads(ran.stdout)["batch_dir"]).resolve()  # the run uses it so
+    assert len(plan["cells"]) == 2
+    for cell in plan["cells"]:
+        command, argv = _ran(batch, cell["id"])
+        assert [a.replace("<run>", str(batch)) for a in cell["argv"]] == argv
+        line = _line(text, cell["id"])
+        assert line == cell["line"] and line.startswith("STUDY_HARNESS=1 ")
+        assert [w.replace("<run>", str(batch)) for w in shlex.split(line)] == [
+            "STUDY_HARNESS=1",
+            *shlex.split(command),
+        ]
