@@ -225,3 +225,25 @@ def test_a_study_dry_run_is_what_its_batch_runs(
             "STUDY_HARNESS=1",
             *shlex.split(command),
         ]
+
+
+def test_a_control_character_in_the_command_is_escaped_alike_in_the_dry_run_and_the_log(
+    tmp_path: Path,
+) -> None:
+    venv = _venv(tmp_path / "venv", sys.executable)
+    workload = (
+        '{command: ["{python}", "-c", "import sys; print(ascii(sys.argv[1]))", "a\\e[2Jb\\nc"]}'
+    )
+    path = _recipe(tmp_path, f"{{path: {venv}}}", workload)
+    run = tmp_path / "run"
+    output, plan = _dry(path, run)
+    assert plan["cells"][0]["argv"][-1] == "a\x1b[2Jb\nc"  # --json keeps the value
+    _run(path, run)
+    log = (run / "cells/r1.baseline.w/log.txt").read_text().splitlines()
+    assert log[1].endswith(" $'a\\x1b[2Jb\\nc'") and "\x1b" not in log[1]
+    assert log[2] == ascii("a\x1b[2Jb\nc")  # the next line is already the command's output
+    assert _line(output, "r1.baseline.w") == (
+        f"NOTE='a b; $(touch pwned)' HF_TOKEN='***' {log[1][2:]}"
+    )
+    done = subprocess.run(["bash", "-c", log[1][2:]], capture_output=True, text=True)
+    assert done.stdout.strip() == log[2]  # pasted, bash passes the same argument

@@ -103,6 +103,9 @@ def shown(cmd: CellCommand) -> CellCommand:
     return CellCommand(tuple(redact.argv(cmd.argv)), redact.env(cmd.env), cmd.unknown)
 
 
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
 def shell_word(text: str) -> str:
     """``text`` as one shell word: ``shlex.quote``, or bash's ``$'...'`` where it holds a
     control character (never raw on the line)."""
@@ -112,6 +115,8 @@ def shell_word(text: str) -> str:
     for ch in text:
         if ch == "\\" or ch == "'":
             out.append("\\" + ch)
+        elif ch in _NAMED:
+            out.append(_NAMED[ch])
         elif ch.isprintable():
             out.append(ch)
         elif ord(ch) < 0x100:
