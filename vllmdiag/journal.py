@@ -275,7 +275,8 @@ class RunDir:
 
     def keep_recipe_files(self, recipe_dir: Path, argv: Sequence[str]) -> None:
         """Copy into ``recipe/`` each regular UTF-8 file of at most 1 MiB inside
-        ``recipe_dir`` that ``argv`` names, once (the first cell's copy stands)."""
+        ``recipe_dir`` that ``argv`` names, once (the first cell's copy stands), with the
+        values the run knows to be secret masked as everywhere in the run directory."""
         try:
             root = recipe_dir.resolve()
         except OSError:
@@ -300,7 +301,7 @@ class RunDir:
                 continue
             with self._writing(keep, f"keep {rel}"):
                 keep.parent.mkdir(parents=True, exist_ok=True)
-                atomic.write_text(keep, text)
+                atomic.write_text(keep, redact.text(text))  # secrets masked, code kept
 
     def write_json(self, name: str, obj: Any) -> None:
         file = self.path / name
