@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import shlex
+import string
 from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
@@ -23,6 +24,8 @@ from pydantic import (
 from vllmdiag.model.arms import Arm, Flag, coerce_env, coerce_flags
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+#: What a workload's command may name in braces.
+PLACEHOLDERS = ("model", "out_dir", "flags", "recipe_dir", "python")
 _NAME = re.compile(NAME)
 
 
@@ -34,6 +37,26 @@ def check_name(kind: str, name: str) -> None:
             f"{kind} name {name!r} is not allowed: use letters, digits and _ . + - "
             "(starting with a letter or digit, at most 100 characters)"
         )
+
+
+def check_placeholders(word: str) -> None:
+    """Each ``{name}`` in a command word is one of :data:`PLACEHOLDERS`, whole: no
+    ``{python.attr}``, ``{model[0]}``, ``{flags!r}`` or a lone brace."""
+    try:
+        parts = list(string.Formatter().parse(word))
+    except ValueError as exc:
+        raise ValueError(
+            f"command word {word!r}: {exc}; write {{{{ and }}}} for literal braces"
+        ) from None
+    for _, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if field not in PLACEHOLDERS or spec or conversion:
+            raise ValueError(
+                f"command word {word!r}: unknown placeholder {{{field}}}; placeholders are "
+                + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                + " (whole, without attributes or formats); write {{ and }} for literal braces"
+            )
 
 
 class Strict(BaseModel):
@@ -143,15 +166,15 @@ class WorkloadConfig(Strict):
     command: tuple[str, ...] | str | None = None
     model: str | None = None
     args: tuple[str, ...] = ()
-    input_len: int = Field(default=1024, gt=0)
-    output_len: int = Field(default=128, gt=0)
-    num_prompts: int = Field(default=200, gt=0)
-    batch_size: int = Field(default=8, gt=0)
+    input_len: int = Field(default=1024, gt=0, strict=True)
+    output_len: int = Field(default=128, gt=0, strict=True)
+    num_prompts: int = Field(default=200, gt=0, strict=True)
+    batch_size: int = Field(default=8, gt=0, strict=True)
     env: dict[str, str] = Field(default_factory=dict)
     metrics: tuple[MetricSpec, ...] = ()
     #: GPUs a cell of this workload takes (0: none, it never waits for one); unset: the
     #: tensor/pipeline/data-parallel sizes in its flags, else one.
-    gpus: int | None = Field(default=None, ge=0, le=4096)
+    gpus: int | None = Field(default=None, ge=0, le=4096, strict=True)
 
     _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
 
@@ -161,12 +184,18 @@ class WorkloadConfig(Strict):
             raise ValueError("a workload takes exactly one of 'builtin' or 'command'")
         if isinstance(self.command, str):
             try:
-                shlex.split(self.command)
+                words = shlex.split(self.command)
             except ValueError as exc:
                 raise ValueError(
                     f"command cannot be split into words ({exc}): check its quotes, or "
                     "give it as a list"
                 ) from None
+        else:
+            words = list(self.command or ())
+        if self.command is not None and not words:
+            raise ValueError("command is empty: give the program and its arguments")
+        for word in words:
+            check_placeholders(word)
         if self.builtin is not None and not self.model:
             raise ValueError(f"the built-in {self.builtin.value} workload needs 'model'")
         return self
@@ -191,17 +220,23 @@ class Recipe(Strict):
     workloads: dict[str, WorkloadConfig]
     arms: tuple[Arm, ...] = ()
     controls: tuple[Arm, ...] = ()
-    repeats: int = Field(default=1, ge=1, le=100)
-    timeout: float = Field(default=3600.0, gt=0)
+    # strict: YAML's `true` is not a count, nor a number of seconds
+    repeats: int = Field(default=1, ge=1, le=100, strict=True)
+    timeout: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False, strict=True)
     metrics: tuple[MetricSpec, ...] = ()
     target: str | None = None
     #: GPUs each cell takes where its workload does not say (see WorkloadConfig.gpus).
-    gpus: int | None = Field(default=None, ge=0, le=4096)
+    gpus: int | None = Field(default=None, ge=0, le=4096, strict=True)
     source: Path | None = None
 
     @field_validator("legs", "workloads")
     @classmethod
     def _names(cls, v: dict[str, object], info: ValidationInfo) -> dict[str, object]:
+        if not v:
+            raise ValueError(
+                f"no {info.field_name}: a recipe needs at least one (a matrix of none "
+                "would run nothing)"
+            )
         for name in v:
             check_name(str(info.field_name).rstrip("s"), name)
         return v

@@ -18,10 +18,8 @@ from pathlib import Path
 from vllmdiag import probes
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Flag
-from vllmdiag.model.recipe import Builtin, MetricSpec, WorkloadConfig
+from vllmdiag.model.recipe import PLACEHOLDERS, Builtin, MetricSpec, WorkloadConfig
 from vllmdiag.model.shape import ShapeAsked
-
-PLACEHOLDERS = ("model", "out_dir", "flags", "recipe_dir", "python")
 
 THROUGHPUT_JSON = "throughput.json"
 LATENCY_JSON = "latency.json"
@@ -135,7 +133,7 @@ def render(
             continue
         try:
             argv.append(token.format(**values, flags=" ".join(flag_tokens)))
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
             raise ConfigError(
                 f"workloads.{name}.command: bad placeholder in {token!r} ({exc})",
                 hint="placeholders are "
