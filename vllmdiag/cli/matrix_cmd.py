@@ -22,7 +22,8 @@ from vllmdiag.cli.executor_opts import (
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import print_cells, verdict_table
-from vllmdiag.config import load_recipe
+from vllmdiag.cli.values import path_value
+from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.plan import MatrixPlan, plan
@@ -37,15 +38,21 @@ def matrix(
     resume: Path | None = typer.Option(
         None,
         "--resume",
+        parser=path_value,
         metavar="DIR",
         help="Finish an interrupted run in its directory: cells with a result are kept.",
     ),
     out: Path | None = typer.Option(
-        None, "--out", metavar="DIR", help="Run directory (default RUNS_ROOT/<recipe>-<UTC>)."
+        None,
+        "--out",
+        parser=path_value,
+        metavar="DIR",
+        help="Run directory (default RUNS_ROOT/<recipe>-<UTC>).",
     ),
     runs_root: Path = typer.Option(
         Path("runs"),
         "--runs-root",
+        parser=path_value,
         metavar="DIR",
         help="Where a new run directory is created when --out is not given.",
     ),
@@ -89,7 +96,7 @@ def matrix(
             out=out,
             resume=resume,
             runs_root=runs_root,
-            grace_s=grace,
+            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
             allow_contaminated=allow_contaminated,
             wait=wait,
         )

@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.proc import Interrupted
 from vllmdiag.profile import job
@@ -99,7 +100,9 @@ CaptureOpt = typer.Option(
     "script), nsys or py-spy; repeat for several.",
 )
 TopOpt = typer.Option(15, "--top", min=1, help="Kernel and op rows to list (largest change first).")
-RunsRootOpt = typer.Option(Path("runs"), "--runs-root", help="Where new run directories are made.")
+RunsRootOpt = typer.Option(
+    Path("runs"), "--runs-root", parser=path_value, help="Where new run directories are made."
+)
 WarmupOpt = typer.Option(
     3, "--warmup", min=0, help="Script workloads: launcher warm-up steps, not captured."
 )
@@ -115,6 +118,7 @@ def diff_cmd(
     out: Path | None = typer.Option(
         None,
         "--out",
+        parser=path_value,
         help="Where summary.md, diff.json and the picture go (default: RUN/diff for a "
         "profile run, else a new directory under --runs-root).",
     ),
@@ -182,7 +186,10 @@ def capture_cmd(
     warmup: int = WarmupOpt,
     steps: int = StepsOpt,
     out: Path | None = typer.Option(
-        None, "--out", help="A new run directory (default: one under --runs-root)."
+        None,
+        "--out",
+        parser=path_value,
+        help="A new run directory (default: one under --runs-root).",
     ),
     runs_root: Path = RunsRootOpt,
     top: int = TopOpt,

@@ -23,7 +23,8 @@ from vllmdiag.cli.profile_cmd import (
     WarmupOpt,
     finish,
 )
-from vllmdiag.config import load_recipe
+from vllmdiag.cli.values import path_value
+from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.profile.capture import CaptureSettings, backend
 
@@ -51,11 +52,15 @@ def run_cmd(
     warmup: int = WarmupOpt,
     steps: int = StepsOpt,
     out: Path | None = typer.Option(
-        None, "--out", help="A new run directory (default: one under --runs-root)."
+        None,
+        "--out",
+        parser=path_value,
+        help="A new run directory (default: one under --runs-root).",
     ),
     resume: Path | None = typer.Option(
         None,
         "--resume",
+        parser=path_value,
         metavar="DIR",
         help="Finish an interrupted profile run in its directory: finished captures are kept.",
     ),
@@ -94,7 +99,7 @@ def run_cmd(
             out=out,
             resume=resume,
             runs_root=runs_root,
-            grace_s=grace,
+            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
             allow_contaminated=allow_contaminated,
             wait=wait,
         )

@@ -29,6 +29,8 @@ from vllmdiag.cli.executor_opts import (
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import print_cells
+from vllmdiag.cli.values import path_value
+from vllmdiag.config import numbers
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.proc import Interrupted
 from vllmdiag.study import (
@@ -86,10 +88,18 @@ study_app = typer.Typer(
 def run_cmd(
     recipe: Path = typer.Argument(..., help="The study recipe YAML."),
     out: Path | None = typer.Option(
-        None, "--out", metavar="DIR", help="The study directory (default RUNS_ROOT/<name>)."
+        None,
+        "--out",
+        parser=path_value,
+        metavar="DIR",
+        help="The study directory (default RUNS_ROOT/<name>).",
     ),
     runs_root: Path = typer.Option(
-        Path("runs"), "--runs-root", metavar="DIR", help="Where DIR goes without --out."
+        Path("runs"),
+        "--runs-root",
+        parser=path_value,
+        metavar="DIR",
+        help="Where DIR goes without --out.",
     ),
     batch: str | None = typer.Option(
         None,
@@ -146,7 +156,7 @@ def run_cmd(
             batch=batch,
             resume=resume,
             filters=filters,
-            grace_s=grace,
+            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
             allow_contaminated=allow_contaminated,
             wait=wait,
         )

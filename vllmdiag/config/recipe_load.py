@@ -6,11 +6,13 @@ the key path, and an unknown key or arm name comes with the closest valid one.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
 from vllmdiag import redact
 from vllmdiag.config.arms_lib import ArmLibrary, load_arm_library
+from vllmdiag.config.source import did_you_mean, probe
 from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm
@@ -20,20 +22,31 @@ from vllmdiag.paths import data_dir
 
 def resolve_recipe_path(path: Path) -> Path:
     """A path as given, else a recipe shipped with vllmdiag by name (``thrmma-cpu``)."""
-    if path.exists() or path.parent != Path("."):
+    if probe(path, what="recipe") is not None or path.parent != Path("."):
         return path
     bundled = data_dir("recipes") / (path.name if path.suffix else f"{path.name}.yaml")
     return bundled if bundled.exists() else path
 
 
+def _recipe_hint(path: Path) -> str:
+    close = did_you_mean(path)
+    if close is None and path.parent == Path("."):
+        shipped = [p.stem for p in data_dir("recipes").glob("*.yaml")]
+        names = difflib.get_close_matches(path.stem, shipped, n=1)
+        close = f"did you mean the shipped recipe {names[0]!r}?" if names else None
+    return close or (
+        "give the path of a recipe YAML (e.g. recipes/thrmma-cpu.yaml) or the name "
+        "of a shipped one (thrmma-cpu, silent4, moe_backend_235b)"
+    )
+
+
 def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
     path = resolve_recipe_path(path)
-    if not path.exists():
+    if probe(path, what="recipe") is None:
         raise ConfigError(
             "no such recipe file",
             where=str(path),
-            hint="give the path of a recipe YAML (e.g. recipes/thrmma-cpu.yaml) or the name "
-            "of a shipped one (thrmma-cpu, silent4, moe_backend_235b)",
+            hint=_recipe_hint(path),
         )
     located = load_yaml(path)
     if not isinstance(located.data, dict):

@@ -59,7 +59,24 @@ MAX_DEPTH = 64
 
 
 def load_yaml(file: Path, *, what: str = "file") -> Located:
-    text = read_text(file, what=what)
+    root = parse_yaml(read_text(file, what=what), file)
+    located = Located(file, None)
+    located.data = _Walk(located).walk(root, ())
+    return located
+
+
+def load_commented(file: Path, *, what: str = "file") -> Any:
+    """The file's round-trip tree (``CommentedMap``/``CommentedSeq`` with positions),
+    under the same limits as :func:`load_yaml`: a bounded regular file, 64 levels, no
+    alias bombs, every scalar buildable."""
+    root = parse_yaml(read_text(file, what=what), file)
+    _Walk(Located(file, None)).walk(root, ())
+    return root
+
+
+def parse_yaml(text: str, file: Path) -> Any:
+    """YAML text to its round-trip tree; every way it can fail is a :class:`ConfigError`
+    naming ``file`` (and the place, where one is known)."""
     try:
         _prescan(text, file)
         root = YAML(typ="rt").load(text)
@@ -79,9 +96,7 @@ def load_yaml(file: Path, *, what: str = "file") -> Located:
         # ruamel's constructors raise these, without a position, for a scalar its tag
         # cannot hold (2026-02-30, !!int abc, !!bool maybe, 5,000 digits, !!omap twice)
         raise scalar_error(text, file, exc) from None
-    located = Located(file, None)
-    located.data = _Walk(located).walk(root, ())
-    return located
+    return root
 
 
 def _prescan(text: str, file: Path) -> None:

@@ -193,6 +193,8 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, gpus: int | None = None) -> None:
+        if gpus is not None:
+            local_gpu_ids(gpus)  # a wrong count is refused before any run directory is made
         self.gpus = gpus
 
     def run(
