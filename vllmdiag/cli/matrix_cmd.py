@@ -19,6 +19,7 @@ from vllmdiag.cli.executor_opts import (
     GpusOption,
     connected,
 )
+from vllmdiag.cli.forms import ResumeDir
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import print_cells, verdict_table
@@ -163,4 +164,4 @@ def _print_report(console: Console, report: MatrixReport) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("matrix")(matrix)
+    app.command("matrix", cls=ResumeDir)(matrix)

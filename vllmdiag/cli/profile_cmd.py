@@ -16,10 +16,10 @@ from pathlib import Path
 
 import typer
 from rich.text import Text
-from typer.core import TyperGroup
 
 from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
+from vllmdiag.cli.forms import FormGroup, ResumeDirForm
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
@@ -33,7 +33,7 @@ _MULTI = ("--legs", "--arms", "--capture", "-c")
 _RECIPE_SUFFIXES = (".yaml", ".yml")
 
 
-class _ProfileGroup(TyperGroup):
+class _ProfileGroup(FormGroup):
     """``profile RECIPE ...`` runs the hidden ``run`` command; named commands as usual;
     a word that is neither a command nor a recipe file is a typo, said so."""
 
@@ -239,5 +239,7 @@ def register(app: typer.Typer) -> None:
     """Add ``vllmdiag profile`` to the app (``profile RECIPE`` is its hidden ``run``)."""
     from vllmdiag.cli.profile_run_cmd import run_cmd
 
-    profile_app.command("run", hidden=True, context_settings={"allow_extra_args": False})(run_cmd)
+    profile_app.command(
+        "run", hidden=True, cls=ResumeDirForm, context_settings={"allow_extra_args": False}
+    )(run_cmd)
     app.add_typer(profile_app, name="profile")

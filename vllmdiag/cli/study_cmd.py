@@ -16,7 +16,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperGroup
 
 from vllmdiag import codec
 from vllmdiag.cli.executor_opts import (
@@ -26,6 +25,7 @@ from vllmdiag.cli.executor_opts import (
     GpusOption,
     connected,
 )
+from vllmdiag.cli.forms import FormGroup, ResumeFlagForm
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import print_cells
@@ -51,7 +51,7 @@ from vllmdiag.study import (
 from vllmdiag.study.render import coverage_grid, metric_grid
 
 
-class _StudyGroup(TyperGroup):
+class _StudyGroup(FormGroup):
     """``study RECIPE ...`` runs the hidden ``run`` command; ``study tables DIR`` as
     usual; a word that is neither is a typo, said so."""
 
@@ -84,7 +84,7 @@ study_app = typer.Typer(
 )
 
 
-@study_app.command("run", hidden=True)
+@study_app.command("run", hidden=True, cls=ResumeFlagForm)
 def run_cmd(
     recipe: Path = typer.Argument(..., help="The study recipe YAML."),
     out: Path | None = typer.Option(
