@@ -22,7 +22,7 @@ from vllmdiag.cli.executor_opts import (
 from vllmdiag.cli.forms import ResumeDir
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
-from vllmdiag.cli.tables import print_cells, verdict_table
+from vllmdiag.cli.tables import print_cells, print_table, verdict_table
 from vllmdiag.cli.values import path_value
 from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
@@ -147,8 +147,9 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
 
 def _print_report(console: Console, report: MatrixReport) -> None:
     console.print()
-    console.print(
-        verdict_table(report.verdict, report.workloads, f"{report.recipe}: {report.question}")
+    print_table(
+        console,
+        verdict_table(report.verdict, report.workloads, f"{report.recipe}: {report.question}"),
     )
     verdict = Text("\nVerdict. ", style="bold")
     verdict.append(report.verdict.summary, style="")

@@ -64,6 +64,7 @@ def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
         _control(located, lib, legs, ("controls", i), raw)
         for i, raw in enumerate(_list(located, data, "controls"))
     ]
+    _check_leg_refs(located, data)
     data["source"] = path.resolve()
     recipe: Recipe = validate(Recipe, located, data)
     redact.remember(recipe_secrets(recipe))
@@ -80,6 +81,33 @@ def recipe_secrets(recipe: Recipe) -> list[str]:
         for url in (leg.index_url, *leg.extra_index_urls):
             found += redact.url_secrets(url or "")
     return found
+
+
+def _check_leg_refs(located: Located, data: dict[str, Any]) -> None:
+    """Every leg the baseline, an arm or a control names is one of the legs: said at
+    the name's ``file:line:col``, with the closest leg."""
+    legs = data.get("legs")
+    if not isinstance(legs, dict) or not legs:
+        return
+    refs: list[tuple[tuple[str | int, ...], Any, str]] = []
+    baseline = located.data.get("baseline") if isinstance(located.data, dict) else None
+    if isinstance(baseline, dict):
+        refs.append((("baseline", "leg"), baseline.get("leg"), "baseline.leg"))
+    for key in ("arms", "controls"):
+        raw = located.data.get(key) if isinstance(located.data, dict) else None
+        for i, item in enumerate(raw if isinstance(raw, list) else []):
+            if isinstance(item, dict) and "leg" in item:
+                refs.append(((key, i, "leg"), item["leg"], f"{key}[{i}].leg"))
+    for where, name, what in refs:
+        if isinstance(name, str) and name not in legs:
+            close = difflib.get_close_matches(name, [str(k) for k in legs], n=1)
+            raise ConfigError(
+                f"{what}: {name!r} is not one of the legs",
+                where=located.where(where),
+                hint=f"did you mean {close[0]!r}?"
+                if close
+                else f"the legs are: {', '.join(map(str, legs))}",
+            )
 
 
 def _list(located: Located, data: dict[str, Any], key: str) -> list[Any]:
