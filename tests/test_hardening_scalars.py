@@ -101,3 +101,13 @@ def test_a_real_date_and_a_quoted_one_still_load(tmp_path: Path) -> None:
 def test_a_recipe_value_the_model_must_not_guess_at(tmp_path: Path, tail: str, said: str) -> None:
     out = dry_run_error(tmp_path, HEAD + BASE + tail)
     assert said in out, out
+
+
+def test_a_misspelled_leg_is_named_at_its_place_with_the_closest_leg(tmp_path: Path) -> None:
+    out = dry_run_error(tmp_path, HEAD + "baseline: {leg: hre}\n" + WORKLOADS)
+    assert out.startswith("error: R:7:17: baseline.leg 'hre' is not one of the legs")
+    assert "did you mean 'here'?" in out
+    arms = "arms:\n  - {name: a, leg: bulit}\n"
+    out = dry_run_error(tmp_path, HEAD + BASE + WORKLOADS + arms)
+    assert out.startswith("error: R:11:20: arms[0].leg 'bulit' is not one of the legs")
+    assert "did you mean 'built'?" in out

@@ -102,7 +102,7 @@ def _check_leg_refs(located: Located, data: dict[str, Any]) -> None:
         if isinstance(name, str) and name not in legs:
             close = difflib.get_close_matches(name, [str(k) for k in legs], n=1)
             raise ConfigError(
-                f"{what}: {name!r} is not one of the legs",
+                f"{what} {name!r} is not one of the legs",
                 where=located.where(where),
                 hint=f"did you mean {close[0]!r}?"
                 if close
