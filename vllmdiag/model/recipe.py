@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from vllmdiag.model.arms import Arm, Flag, coerce_env, coerce_flags
+from vllmdiag.model.regexshape import nested_repeat
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
 #: What a workload's command may name in braces.
@@ -152,6 +153,12 @@ class MetricSpec(Strict):
                 raise ValueError(f"bad regex: {exc}") from None
             if pattern.groups < 1:
                 raise ValueError("the regex needs one capture group around the number")
+            nested = nested_repeat(self.regex)
+            if nested:
+                raise ValueError(
+                    f"the regex could backtrack without end over a log: {nested}; repeat a "
+                    "simple class instead (e.g. '(a+)+$' -> 'a+$')"
+                )
         return self
 
 

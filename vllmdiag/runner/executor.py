@@ -174,7 +174,9 @@ class LocalNode:
         return bench_dialect(env.python, pythonpath)
 
     def out_dir(self, run: RunDir, run_id: str, cell_id: str) -> Path:
-        return run.out_dir(cell_id)
+        # absolute: the cell runs in this directory, so a relative --out given as
+        # {out_dir} would name a path below itself
+        return run.out_dir(cell_id).absolute()
 
     def base_environ(self) -> dict[str, str]:
         return proc.clean_environ()
