@@ -45,11 +45,13 @@ def append_jsonl(path: Path, record: Any) -> None:
 MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
-def read_json(path: Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+def read_json(path: Path, *, max_bytes: int = MAX_JSON_BYTES, follow: bool = True) -> Any:
     """A JSON file vllmdiag wrote. Something else in its place (a FIFO, a device, a
     file far too large, bytes that are not UTF-8 or not JSON) raises ``ValueError``;
-    a missing or unreadable file raises ``OSError``."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    a missing or unreadable file raises ``OSError`` (a symlink too, with ``follow``
+    false)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
@@ -57,4 +59,7 @@ def read_json(path: Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
         if st.st_size > max_bytes:
             raise ValueError(f"{path} is larger than {max_bytes} bytes")
         raw = fh.read(max_bytes + 1)
-    return json.loads(raw.decode("utf-8"))
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{path} nests deeper than JSON this tool reads") from None

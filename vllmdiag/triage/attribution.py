@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from vllmdiag import atomic
 from vllmdiag.config.source import did_you_mean, kind_of, probe
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.catalogue import Catalogue
@@ -74,7 +74,7 @@ def recorded_outcome(log: Path) -> str | None:
     if log.name != "log.txt":
         return None
     try:
-        data = json.loads((log.parent / "result.json").read_text(encoding="utf-8"))
+        data = atomic.read_json(log.parent / "result.json", follow=False)
     except (OSError, ValueError):
         return None
     outcome = data.get("outcome") if isinstance(data, dict) else None
