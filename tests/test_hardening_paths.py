@@ -65,12 +65,22 @@ def test_a_misspelled_log_or_recipe_gets_a_did_you_mean(tmp_path: Path) -> None:
     assert "did you mean the shipped recipe 'thrmma-cpu'?" in out
 
 
-@pytest.mark.parametrize("command", ["triage", "matrix", "study", "fingerprint"])
-def test_a_path_with_a_name_over_255_bytes_is_an_error(tmp_path: Path, command: str) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["triage"], ["matrix"], ["study"], ["fingerprint"], ["compare", "X"], ["report"],
+     ["profile", "diff", "X"], ["fingerprint", "diff", "X"]],
+    ids=" ".join,
+)  # fmt: skip
+def test_a_path_with_a_name_over_255_bytes_is_an_error(tmp_path: Path, command: list[str]) -> None:
     for path in (tmp_path / LONG, tmp_path / LONG / "x.yaml"):
-        extra = ["--dry-run"] if command in ("matrix", "study") else []
-        out = cli(command, str(path), *extra)
-        assert "is too long for this system (a name in it is 300 bytes; at most 255)" in out, out
+        extra = ["--dry-run"] if command[0] in ("matrix", "study") else []
+        args = [str(path) if a == "X" else a for a in command]
+        if "X" not in command:
+            args.append(str(path))
+        else:
+            args.insert(len(command) - 1, str(path))
+        out = cli(*args, *extra)
+        assert "too long for this system" in out and "255" in out, out
 
 
 def test_gpus_out_of_bounds_is_refused_before_a_run_directory(tmp_path: Path) -> None:

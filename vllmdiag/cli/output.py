@@ -9,6 +9,7 @@ Rich sees it (see :func:`lit`).
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from vllmdiag import redact
-from vllmdiag.errors import VllmdiagError
+from vllmdiag.errors import ConfigError, VllmdiagError
 
 
 class _Redacting:
@@ -119,6 +120,18 @@ def user_errors() -> Iterator[None]:
         yield
     except VllmdiagError as exc:
         report_error(exc.message, where=exc.where, hint=exc.hint, as_json=json_mode())
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:  # any other OSError is vllmdiag's bug: exit 3
+            raise
+        # a path the user gave that no system call can look up, wherever it is first met
+        err = ConfigError(
+            "a path is too long for this system (a name in it over 255 bytes, or the "
+            "whole over 4,096)",
+            where=str(exc.filename)[:300] if exc.filename else None,
+            hint="check the path (a pasted line, or a variable expanded twice?)",
+        )
+        report_error(err.message, where=err.where, hint=err.hint, as_json=json_mode())
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         if json_mode():
