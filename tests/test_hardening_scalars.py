@@ -72,11 +72,11 @@ def test_a_real_date_and_a_quoted_one_still_load(tmp_path: Path) -> None:
     [
         ("workloads: {}\n", "workloads: no workloads: a recipe needs at least one"),
         ('workloads:\n  ~: {command: ["{python}"]}\n', "R:9:3: workloads.~: a key is empty"),
-        ("repeats: true\n" + WORKLOADS, "R:8:10: repeats: Input should be a valid integer"),
+        ("repeats: true\n" + WORKLOADS, "R:8:10: repeats: true is not a number here"),
         ("repeats: 2.5\n" + WORKLOADS, "R:8:10: repeats: Input should be a valid integer"),
         ("timeout: .inf\n" + WORKLOADS, "R:8:10: timeout: Input should be a finite number"),
         ("timeout: .nan\n" + WORKLOADS, "R:8:10: timeout: Input should be a finite number"),
-        ("gpus: false\n" + WORKLOADS, "R:8:7: gpus: Input should be a valid integer"),
+        ("gpus: false\n" + WORKLOADS, "R:8:7: gpus: false is not a number here"),
         ("workloads:\n  w: {command: []}\n", "R:9:6: workloads.w: command is empty"),
         ('workloads:\n  w: {command: "  "}\n', "R:9:6: workloads.w: command is empty"),
         (
@@ -101,6 +101,13 @@ def test_a_real_date_and_a_quoted_one_still_load(tmp_path: Path) -> None:
 def test_a_recipe_value_the_model_must_not_guess_at(tmp_path: Path, tail: str, said: str) -> None:
     out = dry_run_error(tmp_path, HEAD + BASE + tail)
     assert said in out, out
+
+
+def test_quoted_numbers_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(HEAD + BASE + WORKLOADS + "repeats: '2'\ntimeout: '300'\n")
+    result = CliRunner().invoke(app, ["matrix", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
 
 
 def test_a_misspelled_leg_is_named_at_its_place_with_the_closest_leg(tmp_path: Path) -> None:

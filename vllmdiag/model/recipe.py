@@ -40,6 +40,13 @@ def check_name(kind: str, name: str) -> None:
         )
 
 
+def not_a_bool(value: object) -> object:
+    """YAML's ``true`` is not a count, nor a number of seconds (pydantic would read 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a number here: give a number")
+    return value
+
+
 def check_placeholders(word: str) -> None:
     """Each ``{name}`` in a command word is one of :data:`PLACEHOLDERS`, whole: no
     ``{python.attr}``, ``{model[0]}``, ``{flags!r}`` or a lone brace."""
@@ -173,17 +180,20 @@ class WorkloadConfig(Strict):
     command: tuple[str, ...] | str | None = None
     model: str | None = None
     args: tuple[str, ...] = ()
-    input_len: int = Field(default=1024, gt=0, strict=True)
-    output_len: int = Field(default=128, gt=0, strict=True)
-    num_prompts: int = Field(default=200, gt=0, strict=True)
-    batch_size: int = Field(default=8, gt=0, strict=True)
+    input_len: int = Field(default=1024, gt=0)
+    output_len: int = Field(default=128, gt=0)
+    num_prompts: int = Field(default=200, gt=0)
+    batch_size: int = Field(default=8, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     metrics: tuple[MetricSpec, ...] = ()
     #: GPUs a cell of this workload takes (0: none, it never waits for one); unset: the
     #: tensor/pipeline/data-parallel sizes in its flags, else one.
-    gpus: int | None = Field(default=None, ge=0, le=4096, strict=True)
+    gpus: int | None = Field(default=None, ge=0, le=4096)
 
     _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
+    _counts = field_validator(
+        "input_len", "output_len", "num_prompts", "batch_size", "gpus", mode="before"
+    )(classmethod(lambda cls, v: not_a_bool(v)))
 
     @model_validator(mode="after")
     def _what(self) -> WorkloadConfig:
@@ -227,14 +237,17 @@ class Recipe(Strict):
     workloads: dict[str, WorkloadConfig]
     arms: tuple[Arm, ...] = ()
     controls: tuple[Arm, ...] = ()
-    # strict: YAML's `true` is not a count, nor a number of seconds
-    repeats: int = Field(default=1, ge=1, le=100, strict=True)
-    timeout: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False, strict=True)
+    repeats: int = Field(default=1, ge=1, le=100)
+    timeout: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False)
     metrics: tuple[MetricSpec, ...] = ()
     target: str | None = None
     #: GPUs each cell takes where its workload does not say (see WorkloadConfig.gpus).
-    gpus: int | None = Field(default=None, ge=0, le=4096, strict=True)
+    gpus: int | None = Field(default=None, ge=0, le=4096)
     source: Path | None = None
+
+    _counts = field_validator("repeats", "timeout", "gpus", mode="before")(
+        classmethod(lambda cls, v: not_a_bool(v))
+    )
 
     @field_validator("legs", "workloads")
     @classmethod
