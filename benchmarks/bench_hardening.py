@@ -16,6 +16,12 @@
    and the check alone over every distribution of the python running the benchmark (a
    large environment, torch included where installed). Needs the package index once;
    ``--no-env`` skips it.
+4. What keeps a leg's content whole: a build with ``uv pip install --link-mode copy``
+   (what legs use: an edit of one leg reaches neither uv's cache nor another leg) against
+   uv's default hardlinks, from a warm uv cache, best of 3; and the content check
+   (RECORD's SHA-256 of every file) the first time, when every file is hashed, against
+   later checks, when each file's unchanged identity spares the hashing. Skipped by
+   ``--no-env`` too.
 
 Nothing is written to the user's cache: everything lives in a temporary directory.
 """
@@ -154,6 +160,72 @@ def env_reuse(tmp: Path) -> dict[str, object]:
     return out
 
 
+def content(tmp: Path) -> dict[str, object]:
+    from importlib import metadata
+
+    from vllmdiag import probes, proc
+    from vllmdiag.envs.uvtool import uv
+
+    out: dict[str, object] = {}
+    legs = {
+        "packaging": ["packaging==24.2"],
+        "nvidia-cutlass-dsl": ["--exclude-newer", "2026-11-29", "nvidia-cutlass-dsl==4.5.3"],
+    }
+    for name, reqs in legs.items():
+        times: dict[str, float] = {}
+        for mode in ("hardlink", "copy", "hardlink", "copy", "hardlink", "copy"):
+            venv = tmp / f"link-{name}-{mode}"
+            uv("venv", "--quiet", "--clear", venv)
+            t0 = time.perf_counter()
+            uv("pip", "install", "--quiet", "--python", venv, "--link-mode", mode, *reqs)
+            took = time.perf_counter() - t0
+            times[mode] = min(times.get(mode, math.inf), took)
+        venv = tmp / f"link-{name}-copy"
+        verified = tmp / f"verified-{name}.json"
+        python = next((venv / "bin").glob("python"))
+        check = ["--verified", str(verified)]
+        checks = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            report = json.loads(
+                proc.check_output([str(python), str(probes.script("installed")), *check, name])
+            )
+            checks.append((time.perf_counter() - t0, report))
+        out[name] = {
+            "install_hardlink_s": round(times["hardlink"], 3),
+            "install_copy_s": round(times["copy"], 3),
+            "files": checks[0][1]["checked_files"],
+            "hashed_mb": round(checks[0][1]["hashed_bytes"] / MB, 1),
+            "first_check_s": round(checks[0][0], 3),
+            "later_check_s": round(min(c[0] for c in checks[1:]), 3),
+            "later_hashed_files": checks[-1][1]["hashed_files"],
+        }
+    names = sorted({d.metadata["Name"] for d in metadata.distributions()})
+    verified = tmp / "verified-this.json"
+    runs = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        report = json.loads(
+            proc.check_output(
+                [
+                    sys.executable,
+                    str(probes.script("installed")),
+                    "--verified",
+                    str(verified),
+                    *names,
+                ]
+            )
+        )
+        runs.append((time.perf_counter() - t0, report))
+    out["this python, every distribution"] = {
+        "files": runs[0][1]["checked_files"],
+        "hashed_mb": round(runs[0][1]["hashed_bytes"] / MB, 1),
+        "first_check_s": round(runs[0][0], 3),
+        "later_check_s": round(runs[1][0], 3),
+    }
+    return out
+
+
 def _env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "VLLMDIAG_CACHE": str(tmp / "cache"), "VLLMDIAG_LOCK": str(tmp / "l")}
 
@@ -168,6 +240,7 @@ def main() -> None:
         results: dict[str, object] = {"dry_run": dry_run(tmp), "redaction": redaction()}
         if not args.no_env:
             results["env_reuse"] = env_reuse(tmp)
+            results["content"] = content(tmp)
     print(json.dumps(results, indent=2))
 
 

@@ -20,7 +20,7 @@ from vllmdiag.bisect import (
     StepVerdict,
 )
 from vllmdiag.bisect.journal import BisectJournal
-from vllmdiag.bisect.request import BisectQuestion
+from vllmdiag.bisect.request import BisectQuestion, CommitQuestion
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, fan_out
 
@@ -57,9 +57,12 @@ def question(**changes: object) -> BisectQuestion:
 def test_a_step_round_trips_with_the_journal_s_keys(step: Step) -> None:
     data = codec.dump(step)
     assert set(data) == {"version", "verdict", "rc", "elapsed_s", "rcs", "value", "detail",
-                         "resumed"}  # fmt: skip
+                         "resumed", "values"}  # fmt: skip
     assert data["verdict"] == step.verdict.value and isinstance(data["rcs"], list)
     assert codec.load(Step, json.loads(json.dumps(data))) == step
+    # A line written before steps kept every run's value still reads back.
+    older = {k: v for k, v in data.items() if k != "values"}
+    assert codec.load(Step, older) == step
 
 
 def test_the_result_and_the_events_round_trip(tmp_path: Path) -> None:
@@ -131,3 +134,13 @@ def test_a_torn_line_is_skipped_and_another_schema_refused(tmp_path: Path) -> No
     with pytest.raises(VllmdiagError, match="--fresh"):
         BisectJournal(tmp_path, question(), fresh=False)
     assert BisectJournal(tmp_path, question(), fresh=True).steps == {}
+
+
+def test_a_release_question_keeps_its_journal_key() -> None:
+    """Commit bisection extended the question; a release question's key (its journal's
+    directory) is what it was before, so its journals still resume."""
+    assert question().key == "029ff81ffbaaf160"
+    commits = CommitQuestion(
+        "a" * 40, "b" * 40, "refs/remotes/origin/main", "https://w/{commit}", None
+    )
+    assert question(commits=commits).key != question().key

@@ -225,6 +225,7 @@ def test_cli_doctor_recipe_form(tmp_path: Path) -> None:
 
 @pytest.mark.network
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_real_vllm_and_vllm_omni_wheels(tmp_path: Path) -> None:
     """vLLM 0.18.0's own wheel (installed without its dependencies: only its files
     matter here), then the real vllm-omni plugin next to it."""

@@ -7,6 +7,7 @@ everything up to that point is real: subprocesses, torch.profiler, Kineto files,
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +30,14 @@ DECODE = REPO / "examples" / "decode_loop.py"
 SMALL = ("--device", "cpu", "--layers", "2", "--hidden", "64", "--heads", "4", "--batch", "2",
          "--max-len", "64", "--vocab", "500")  # fmt: skip
 PY = Path(sys.executable)
+
+
+def _python_at(bin_dir: Path) -> None:
+    """A leg's ``bin/python`` that runs this interpreter with its own environment: a
+    symlink would lose a venv's site-packages (``pyvenv.cfg`` sits beside the real one)."""
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(str(PY))} "$@"\n')
+    python.chmod(0o755)
 
 
 def _work(steps: int = 6, *extra: str) -> Workload:
@@ -206,7 +215,7 @@ def test_nsys_that_cannot_finalize_leaves_no_result(tmp_path: Path) -> None:
     same here, so the handling of that case is exercised where nsys is absent."""
     bin_dir = tmp_path / "leg" / "bin"
     bin_dir.mkdir(parents=True)
-    (bin_dir / "python").symlink_to(PY)
+    _python_at(bin_dir)
     nsys = bin_dir / "nsys"
     nsys.write_text(
         "#!/bin/sh\n"
@@ -299,7 +308,7 @@ def test_a_recipe_side_whose_nsys_capture_fails_is_captured_with_torch(tmp_path:
     H200's could not."""
     bin_dir = tmp_path / "leg" / "bin"
     bin_dir.mkdir(parents=True)
-    (bin_dir / "python").symlink_to(PY)
+    _python_at(bin_dir)
     nsys = bin_dir / "nsys"
     nsys.write_text(
         '#!/bin/sh\nwhile [ "$1" != "-o" ]; do shift; done\n'

@@ -133,7 +133,7 @@ def test_baseline_vs_an_arm_on_one_leg(legs: dict[str, Path], tmp_path: Path) ->
     assert [(c["leg"], c["ok"]) for c in caps] == [("baseline", True), ("enforce-eager", True)]
     note = caps[0]["notes"][0]
     assert "vllm bench throughput --help=all lists --profiler-config" in note
-    assert "delay_iterations=4, max_iterations=12" in note
+    assert "delay_iterations=4, max_iterations=32" in note
     cells = run_dir / "cells"
     argv = json.loads((cells / "r1.enforce-eager.tput.torch" / "out" / "argv.json").read_text())
     assert "--enforce-eager" in argv and argv[-1] == "--profile"
@@ -173,6 +173,39 @@ def test_baseline_vs_an_arm_on_one_leg(legs: dict[str, Path], tmp_path: Path) ->
     assert json.loads(again.stdout)["diff"]["explained"] == pytest.approx(d["explained"])
     other = CliRunner().invoke(app, [*args, "--steps", "3", "--resume", str(run_dir)])
     assert other.exit_code == 1 and "started with other options" in other.output
+
+
+def test_the_capture_window_comes_from_the_recipe_and_the_command_line(
+    legs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The recipe's ``profile:`` sets vLLM's delay/max iterations on both sides;
+    ``--steps`` wins over it; the diff judges the window's step times."""
+    recipe = _recipe(tmp_path, legs["new"])
+    recipe.write_text(recipe.read_text() + "profile: {warmup: 2, steps: 48}\n")
+    args = ["profile", str(recipe), "--arms", "baseline", "enforce-eager", "--json"]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    for cap in data["run"]["captures"]:
+        assert "delay_iterations=2, max_iterations=48" in cap["notes"][0]
+        argv = json.loads((Path(cap["out"]) / "argv.json").read_text())
+        cfg = json.loads(argv[argv.index("--profiler-config") + 1])
+        assert (cfg["delay_iterations"], cfg["max_iterations"]) == (2, 48)
+    assert data["diff"]["step_bands"]  # the step times of both sides, judged
+    res = CliRunner().invoke(app, [*args, "--steps", "20", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    notes = [c["notes"][0] for c in json.loads(res.stdout)["run"]["captures"]]
+    assert all("delay_iterations=2, max_iterations=20" in n for n in notes)
+    bad = CliRunner().invoke(app, ["matrix", "--dry-run", str(_window(tmp_path, "steps: 0"))])
+    assert bad.exit_code == 1 and "profile.steps" in " ".join(bad.output.split())
+
+
+def _window(root: Path, text: str) -> Path:
+    path = root / "bad-window.yaml"
+    path.write_text("name: w\nquestion: q\nlegs: {a: {path: /usr/bin/python3}}\n"
+                    "baseline: {leg: a}\nworkloads: {t: {command: echo}}\n"
+                    f"profile: {{{text}}}\n")  # fmt: skip
+    return path
 
 
 def test_an_older_cli_without_help_all_falls_back_to_help(

@@ -310,3 +310,45 @@ def test_a_study_runs_on_the_cluster_each_cell_on_a_node_of_its_own(
         "beta.mixed": [2500.0 * 2 * here],
     }
     assert (out / "REPORT.md").is_file() and (out / "MANIFEST.md").is_file()
+
+
+HANG = """
+import os, sys, threading
+def wait_on_the_node():
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire()
+print("cell up", flush=True)
+wait_on_the_node()
+"""
+
+
+def test_a_cell_that_hangs_on_a_node_is_dumped_there_and_named_on_the_head(
+    cluster: Any, tmp_path: Path
+) -> None:
+    path = observe.stamp_recipe(
+        tmp_path,
+        "hang",
+        HANG,
+        """\
+workloads:
+  w: {command: "{python} {recipe_dir}/stamp.py"}
+timeout: 4
+""",
+    )
+    with RayExecutor() as executor:
+        report = run_matrix(
+            load_recipe(path), MatrixOptions(out=tmp_path / "run", executor=executor, grace_s=1)
+        )
+    cell = report.cells[0]
+    assert cell.outcome.value == "timeout" and cell.node
+    hang = cell.hang
+    assert hang is not None and hang.stuck is not None, hang
+    assert hang.stuck.frames[0].function == "wait_on_the_node"
+    dumps = sorted((tmp_path / "run/cells" / cell.id / "hang").glob("py-spy-*.txt"))
+    assert [p.name for p in dumps] == [f"py-spy-{hang.stuck.pid}.txt"]
+    assert "wait_on_the_node" in dumps[0].read_text()
+    assert cell.root_cause is not None and "killed at its 4 s timeout" in (
+        cell.root_cause.message or ""
+    )
+    assert not observe.running(hang.stuck.pid)

@@ -138,11 +138,25 @@ def test_a_window_that_does_not_explain_the_failure_does_not_decide_the_target(
     assert report.section(SectionId.WINDOW) is not None  # still shown: it was measured
 
 
-def test_a_failure_inside_vllm_goes_to_vllm_with_its_engine_traceback() -> None:
+@pytest.mark.network
+def test_a_path_legs_reproduction_installs_the_release_and_what_differs_from_it() -> None:
+    """The H200's image holds 301 packages; the reproduction installs vLLM 0.26.0 and
+    only the packages whose versions differ from what that release resolves to."""
+    repro = _body(_draft(KV), SectionId.REPRODUCTION)
+    block = repro.split("cat > requirements.txt <<'EOF'\n")[1].split("\nEOF\n")[0]
+    lines = block.splitlines()
+    assert lines[0] == "vllm==0.26.0"
+    assert all("  # the failing machine has " in line for line in lines[1:]), lines
+    assert "botorch" not in block and "jax" not in block  # the image's, not vLLM's
+    assert len(lines) < 100
+    assert "other packages are not vLLM's and are left out" in repro
+
+
+def test_vllms_check_of_the_users_setting_is_no_bug_and_keeps_its_engine_traceback() -> None:
     report = _draft(KV)
     t = report.target
-    assert (t.project, t.kind, t.template) == ("vllm", TargetKind.VLLM, Template.VLLM_BUG)
-    title = "[Bug]: ValueError: No available memory for the cache blocks (vLLM 0.26.0)"
+    assert (t.project, t.kind, t.template) == ("", TargetKind.NOT_A_BUG, Template.GENERIC)
+    title = "Not an upstream bug (config): ValueError: No available memory for the cache blocks"
     assert report.title == title
     env = _body(report, SectionId.ENVIRONMENT)
     assert "GPU 0: NVIDIA H200 (143771 MiB)" in env and "580.159.04" in env
@@ -157,8 +171,6 @@ def test_a_failure_inside_vllm_goes_to_vllm_with_its_engine_traceback() -> None:
     assert "Its log shows it took effect: enforce_eager `False` → `True`." in evidence
     repro = _body(report, SectionId.REPRODUCTION)
     assert "uv venv --python 3.12 .venv" in repro and "\nvllm==0.26.0\n" in repro
-    assert "agent-detector==2.0.0" in repro  # a local wheel, pinned from the index
-    assert "the run's record lost the version of `tiktoken`" in repro
     assert "`/tmp/models/llama` is a path on the machine that ran it" in repro
     assert "--max-model-len 1024 --gpu-memory-utilization 0.5\n```" in repro  # the fix passes
 
@@ -241,10 +253,17 @@ def test_a_run_without_a_failing_cell_has_nothing_to_report(tmp_path: Path, outc
     from vllmdiag.errors import VllmdiagError
 
     run = shutil.copytree(CPU, tmp_path / "run")
+    change = {"outcome": outcome, "rc": 0 if outcome == "pass" else None, "root_cause": None}
     for file in run.glob("cells/*/result.json"):
         data = json.loads(file.read_text())
-        data.update(outcome=outcome, rc=0 if outcome == "pass" else None, root_cause=None)
+        data.update(change)
         file.write_text(json.dumps(data))
+    # the journal says the same (a result that disagrees with it is not trusted)
+    events = [json.loads(line) for line in (run / "run.jsonl").read_text().splitlines()]
+    for ev in events:
+        if isinstance(ev.get("result"), dict):
+            ev["result"].update(change)
+    (run / "run.jsonl").write_text("".join(json.dumps(ev) + "\n" for ev in events))
     with pytest.raises(VllmdiagError, match="no cell failed in this run"):
         _draft(run)
 

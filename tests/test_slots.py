@@ -284,6 +284,7 @@ def test_too_many_gpus_for_this_machine_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.chdir(tmp_path)  # the default run directory goes under ./runs
     path = observe.stamp_recipe(tmp_path, "slots", STAMP, "workloads:\n  w: {command: 'true'}\n")
     result = CliRunner().invoke(app, ["matrix", str(path), "--gpus", "2", "--json"])
     assert result.exit_code == 1

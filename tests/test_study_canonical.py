@@ -67,13 +67,28 @@ def choose(*measured: Measured, repeats: int = 1, **kw: object) -> Choice:
     return found
 
 
-def test_the_latest_complete_run_wins_and_the_earlier_is_superseded() -> None:
+def test_every_same_settings_run_is_pooled_never_superseded() -> None:
     c = choose(run("batch-1", "2026-09-21T10:00", 22000.0), run("batch-2", "2026-09-21T12:00"))
-    assert c.canonical is not None and c.canonical.batch == "batch-2"
-    assert c.values == {"throughput": 22263.0}
-    assert [(e.run.batch, e.status, e.reason) for e in c.excluded] == [
-        ("batch-1", Standing.SUPERSEDED, "superseded by batch-2 (later)")
-    ]
+    assert c.canonical is not None and c.canonical.batch == "batch-2"  # the reference run
+    assert [r.batch for r in c.pooled] == ["batch-1", "batch-2"]
+    assert c.values == {"throughput": (22000.0 + 22263.0) / 2}
+    assert c.repeats == {"throughput": (22000.0, 22263.0)}
+    assert c.origins["throughput"] == (
+        "batch-1/r1.0.26.Llama-3.1-8B-Instruct.mixed",
+        "batch-2/r1.0.26.Llama-3.1-8B-Instruct.mixed",
+    )
+    assert c.excluded == ()
+
+
+def test_an_interrupted_run_is_pooled_once_one_run_is_whole() -> None:
+    whole = [run("b1", f"2026-09-21T10:0{i}", v, repeat=i) for i, v in ((1, 100.0), (2, 104.0))]
+    part = run("b2", "2026-09-21T12:00", 130.0)
+    c = choose(*whole, part, repeats=2)
+    assert c.canonical is not None and c.canonical.batch == "b1"
+    assert [r.batch for r in c.pooled] == ["b1", "b2"]
+    assert c.values == {"throughput": 104.0} and c.excluded == ()
+    alone = choose(part, repeats=2)  # no whole run: no value, and it says why
+    assert alone.canonical is None and alone.excluded[0].status is Standing.INCOMPLETE
 
 
 def test_a_later_failure_does_not_displace_a_run_that_passed() -> None:

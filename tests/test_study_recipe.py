@@ -216,7 +216,12 @@ def test_dry_run_shows_every_cell_and_command(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
     assert codec.dump(codec.load(StudyPlan, plan)) == plan
-    assert [c["id"] for c in plan["cells"]] == ["r1.0.26.alpha.mixed"]
+    # A study times things: 3 repeats unless it says, repetition the outer loop.
+    assert [c["id"] for c in plan["cells"]] == [f"r{n}.0.26.alpha.mixed" for n in (1, 2, 3)]
     assert plan["cells"][0]["argv"][-3:] == ["org/alpha", "--tensor-parallel-size", "2"]
+    once = CliRunner().invoke(
+        app, ["study", str(path), "--dry-run", "--leg", "0.26", "--json", "--repeats", "1"]
+    )
+    assert [c["id"] for c in json.loads(once.stdout)["cells"]] == ["r1.0.26.alpha.mixed"]
     result = CliRunner().invoke(app, ["study", str(path), "--dry-run", "--model", "alpah"])
     assert result.exit_code == 1 and "did you mean 'alpha'" in result.output

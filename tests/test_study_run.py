@@ -68,6 +68,7 @@ def recipe(
         "  latency: {json: latency.json, key: avg_latency, better: lower, unit: ms/tok,\n"
         "            scale: 1000, per_token: true}\n"
         "timeout: 120\n"
+        "repeats: 1\n"  # these tests are about batches, not noise
     )
     return path
 
@@ -127,15 +128,18 @@ def test_batches_a_pinned_backfill_canonical_runs_and_regenerated_tables(
     assert recorded["metrics"]["throughput"] == 2500.0 * 2 * 23.2
     tsv = (out / "tables/throughput.tsv").read_text().splitlines()
     assert tsv[0] == "throughput (tok/s, higher is better)"
-    assert tsv[1] == "model\ttp\tworkload\t0.18\t0.26\t26/18"
-    assert tsv[3] == f"beta\t2\tmixed\t{2500 * 2 * here:,.0f}\t116,000\t{23.2 / here:.2f}x"
+    assert tsv[1] == "model\ttp\tworkload\t0.18\t0.26\t26/18\t± 0.18\t± 0.26\t26/18 call"
+    assert tsv[3] == (
+        f"beta\t2\tmixed\t{2500 * 2 * here:,.0f}\t116,000\t{23.2 / here:.2f}x\t"
+        "n=1\tn=1\tnot called"  # one repeat a side: no ratio is called
+    )
 
     canonical = (out / "CANONICAL.md").read_text()
     assert "| `beta` | mixed | 0.26 | backfill | `r1.0.26.beta.mixed` |" in canonical
     assert (
         "| `beta` | mixed | 0.26 | batch-1 | `r1.0.26.beta.mixed` | measured under other "
         "settings: leg 0.26 instead of 0.26+packaging==23.2; it failed: AttributeError: "
-        "module 'packaging.version' has no attribute 'ThrMma' |"
+        "module 'packaging.version' has no attribute 'ThrMma' [whose fault: caller] |"
     ) in canonical
     manifest = (out / "MANIFEST.md").read_text()
     assert "### Batch 2 · backfill" in manifest
@@ -201,7 +205,7 @@ def test_an_interrupted_batch_resumes_and_keeps_what_finished(tmp_path: Path) ->
     assert child.returncode == 128 + signal.SIGTERM, err.decode()
     assert "--resume --batch batch-1" in err.decode()
     report = (out / "REPORT.md").read_text()
-    assert "| `alpha` | 1 | mixed |" in report and "| `beta` | 2 | mixed | — | [1] |" in report
+    assert "| `alpha` | 1 | mixed |" in report and "| `beta` | 2 | mixed | — | — | [1] |" in report
 
     go.write_text("")
     resumed = study(str(path), "--out", str(out), "--resume")

@@ -1,6 +1,7 @@
-"""``root_cause.origin``: whose failure it is, read from the frame that raised. The
-tracebacks here are real: each scenario runs in a child Python process laid out as the
-case needs (an installed vllm, a dependency, a vllmdiag probe, a user's script)."""
+"""``root_cause.origin``: whose fault it is, from what the error says and who passed what.
+The tracebacks here are real: each scenario runs in a child Python process laid out as the
+case needs (an installed vllm, a dependency, a framework driving vLLM, the running
+vllmdiag's own probe, a user's script)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,28 @@ from pathlib import Path
 
 import pytest
 
+import vllmdiag
 from vllmdiag import codec, proc
 from vllmdiag.triage import Catalogue, triage_file
 from vllmdiag.triage.origin import classify
 
+PACKAGE = Path(vllmdiag.__file__).resolve().parent
+
 SITE = "site-packages"
 
 
-def _crash(tmp_path: Path, files: dict[str, str], script: str) -> tuple[str, str | None, str]:
-    """Lay ``files`` out under ``tmp_path``, run ``script`` (a file among them) with the
-    fake site-packages first on the path, triage what it printed: (origin, package,
-    evidence)."""
+def _crash(
+    tmp_path: Path, files: dict[str, str], script: str | Path, *args: str
+) -> tuple[str, str | None, str]:
+    """Lay ``files`` out under ``tmp_path``, run ``script`` (a file among them, or a path)
+    with the fake site-packages first on the path, triage what it printed: (origin,
+    package, evidence)."""
     for rel, text in files.items():
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     done = proc.run(
-        [sys.executable, str(tmp_path / script)],
+        [sys.executable, str(tmp_path / script), *args],
         env={"PYTHONPATH": str(tmp_path / SITE)},
         capture=True,
         timeout=60,
@@ -59,18 +65,147 @@ def test_raised_in_a_dependency_names_the_package(tmp_path: Path) -> None:
     assert _crash(tmp_path, files, "serve.py") == ("dependency", "transformers", "traceback")
 
 
-def test_raised_in_a_vllmdiag_probe_is_the_tools_error(tmp_path: Path) -> None:
-    files = {
-        f"{SITE}/vllm/__init__.py": "",
-        "src/vllmdiag/probes/smoke.py": "import vllm\nargs = {}\nprint(args['model'])\n",
-    }
-    origin, package, _ = _crash(tmp_path, files, "src/vllmdiag/probes/smoke.py")
+#: A vLLM whose LLM validates its keywords with pydantic, as 0.26's config classes do:
+#: engine arguments passed through ``dataclasses.asdict`` come back as dicts and fail.
+_PYDANTIC_VLLM = {
+    f"{SITE}/vllm/__init__.py": "from vllm.entrypoints.llm import LLM\n"
+    "class SamplingParams: pass\n",
+    f"{SITE}/vllm/entrypoints/__init__.py": "",
+    f"{SITE}/vllm/entrypoints/llm.py": "from vllm.config import ModelConfig\n"
+    "class LLM:\n    def __init__(self, **kw):\n        self.config = ModelConfig(**kw)\n",
+    f"{SITE}/vllm/config.py": "import pydantic\n"
+    "class ModelConfig(pydantic.BaseModel):\n"
+    "    model_config = pydantic.ConfigDict(extra='forbid')\n"
+    "    model: str\n    compilation_config: int = 0\n",
+    f"{SITE}/vllm/utils/__init__.py": "",
+    f"{SITE}/vllm/utils/argparse_utils.py": "from argparse import ArgumentParser as "
+    "FlexibleArgumentParser\n",
+    f"{SITE}/vllm/engine/__init__.py": "",
+    f"{SITE}/vllm/engine/arg_utils.py": "import dataclasses\n"
+    "@dataclasses.dataclass\nclass EngineArgs:\n    model: str = ''\n"
+    "    compilation_config: dict = dataclasses.field(default_factory=dict)\n"
+    "    @staticmethod\n    def add_cli_args(p):\n        p.add_argument('--model')\n"
+    "        return p\n"
+    "    @classmethod\n    def from_cli_args(cls, args):\n        return cls(model=args.model)\n",
+}
+
+
+def test_the_running_probe_passing_values_vllm_refuses_is_the_tools_error(
+    tmp_path: Path,
+) -> None:
+    """vllmdiag's own smoke probe (the running package's file) builds the engine with
+    ``LLM(**asdict(engine_args))``; the validation error is raised in pydantic, but
+    pydantic only carried the check and vLLM only received the values: the probe passed
+    them, so it is vllmdiag's own failure (an ERROR, never a verdict)."""
+    probe = PACKAGE / "probes" / "vllm_smoke.py"
+    origin, package, _ = _crash(tmp_path, _PYDANTIC_VLLM, probe, "--model", "m")
     assert (origin, package) == ("tool", "vllmdiag")
 
 
-def test_raised_in_the_workloads_own_script_is_user(tmp_path: Path) -> None:
+def test_the_probe_passing_on_the_users_length_that_vllm_refuses_is_the_users_config(
+    tmp_path: Path,
+) -> None:
+    """The same probe, and vLLM's own check of the recipe's --max-model-len: the probe
+    only carried the user's value, as pydantic carried vLLM's check."""
+    files = {
+        **_PYDANTIC_VLLM,
+        f"{SITE}/vllm/config.py": "import pydantic\n"
+        "class ModelConfig(pydantic.BaseModel):\n    model: str\n    max_model_len: int\n"
+        "    @pydantic.field_validator('max_model_len')\n    @classmethod\n"
+        "    def fits(cls, v):\n        if v > 4096:\n"
+        "            raise ValueError(f'User-specified max_model_len ({v}) is greater than the '\n"
+        "                'derived max_model_len (max_position_embeddings=4096 or '\n"
+        "                'model_max_length=None in model config.json).')\n"
+        "        return v\n",
+        f"{SITE}/vllm/engine/arg_utils.py": "import dataclasses\n"
+        "@dataclasses.dataclass\nclass EngineArgs:\n    model: str = ''\n"
+        "    max_model_len: int = 0\n"
+        "    @staticmethod\n    def add_cli_args(p):\n        p.add_argument('--model')\n"
+        "        p.add_argument('--max-model-len', type=int)\n        return p\n"
+        "    @classmethod\n    def from_cli_args(cls, args):\n"
+        "        return cls(model=args.model, max_model_len=args.max_model_len)\n",
+    }
+    probe = PACKAGE / "probes" / "vllm_smoke.py"
+    origin, package, _ = _crash(tmp_path, files, probe, "--model", "m", "--max-model-len", "65536")
+    assert (origin, package) == ("config", None)
+
+
+def test_a_copy_of_the_probe_in_a_folder_named_vllmdiag_is_not_the_tool(tmp_path: Path) -> None:
+    """The same file under a directory that is merely called ``vllmdiag`` (a clone under
+    git's default name, a recipe's folder) is the workload's script, not the tool."""
+    probe = (PACKAGE / "probes" / "vllm_smoke.py").read_text()
+    copy = {"clone/vllmdiag/probes/vllm_smoke.py": probe}
+    origin, package, _ = _crash(
+        tmp_path, {**_PYDANTIC_VLLM, **copy}, "clone/vllmdiag/probes/vllm_smoke.py", "--model", "m"
+    )
+    assert (origin, package) == ("caller", None)
+
+
+def test_a_framework_passing_a_removed_keyword_is_the_callers_fault(tmp_path: Path) -> None:
+    files = {
+        f"{SITE}/vllm/__init__.py": "",
+        f"{SITE}/vllm/engine/__init__.py": "",
+        f"{SITE}/vllm/engine/arg_utils.py": "import dataclasses\n"
+        "@dataclasses.dataclass\nclass AsyncEngineArgs:\n    model: str = ''\n",
+        f"{SITE}/fastllm/__init__.py": "",
+        f"{SITE}/fastllm/launch.py": "from vllm.engine.arg_utils import AsyncEngineArgs\n"
+        "def start():\n    return AsyncEngineArgs(model='m', worker_use_ray=True)\n",
+        "serve.py": "import fastllm.launch\nfastllm.launch.start()\n",
+    }
+    assert _crash(tmp_path, files, "serve.py") == ("caller", "fastllm", "traceback")
+
+
+def test_a_script_passing_a_keyword_llm_does_not_take_is_the_callers_fault(
+    tmp_path: Path,
+) -> None:
+    """Raised inside vLLM's ``LLM`` (it forwards the keywords), passed by the script."""
+    files = {
+        f"{SITE}/vllm/__init__.py": "from vllm.llm import LLM\n",
+        f"{SITE}/vllm/llm.py": "import dataclasses\n"
+        "@dataclasses.dataclass\nclass EngineArgs:\n    model: str = ''\n"
+        "class LLM:\n    def __init__(self, **kw):\n        self.args = EngineArgs(**kw)\n",
+        "bench.py": "import vllm\nvllm.LLM(model='m', trust_remote_code=True)\n",
+    }
+    assert _crash(tmp_path, files, "bench.py") == ("caller", None, "traceback")
+
+
+def test_vllms_own_check_on_its_command_line_is_the_users_config(tmp_path: Path) -> None:
+    """``vllm serve --max-model-len 65536`` of a 4096-position model: vLLM's validator
+    raises through pydantic, and the value came in on vLLM's own command line."""
+    files = {
+        f"{SITE}/vllm/__init__.py": "",
+        f"{SITE}/vllm/config.py": "import pydantic\n"
+        "class ModelConfig(pydantic.BaseModel):\n    max_model_len: int\n"
+        "    @pydantic.field_validator('max_model_len')\n    @classmethod\n"
+        "    def fits(cls, v):\n        if v > 4096:\n"
+        "            raise ValueError(f'the asked length ({v}) does not fit')\n"
+        "        return v\n",
+        f"{SITE}/vllm/cli.py": "import sys\nfrom vllm.config import ModelConfig\n"
+        "def main():\n    ModelConfig(max_model_len=int(sys.argv[-1]))\n",
+        f"{SITE}/vllm/__main__.py": "from vllm.cli import main\nmain()\n",
+    }
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    done = proc.run(
+        [sys.executable, "-m", "vllm", "65536"],
+        env={"PYTHONPATH": str(tmp_path / SITE)},
+        capture=True,
+        timeout=60,
+    )
+    assert done.rc == 1 and "ValidationError" in done.stderr
+    log = tmp_path / "serve.log"
+    log.write_text(done.stderr)
+    rc = triage_file(log, Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and rc.raised_in == "pydantic"
+    assert (rc.origin, rc.package) == ("config", None)
+    assert "setting the user gave" in rc.why
+
+
+def test_raised_in_the_workloads_own_script_is_the_callers(tmp_path: Path) -> None:
     files = {"work/run.py": "def main():\n    return 1 / 0\nmain()\n"}
-    assert _crash(tmp_path, files, "work/run.py") == ("user", None, "traceback")
+    assert _crash(tmp_path, files, "work/run.py") == ("caller", None, "traceback")
 
 
 def test_stdlib_frames_do_not_decide(tmp_path: Path) -> None:
@@ -102,7 +237,9 @@ def test_stdlib_frames_do_not_decide(tmp_path: Path) -> None:
         ("<string>", ("user", None)),
         ("/workspace/vllm/vllm/engine/llm_engine.py", ("vllm", "vllm")),
         ("/home/me/vllm/bench.py", ("user", None)),
-        ("/work/main/vllmdiag/probes/vllm_smoke.py", ("tool", "vllmdiag")),
+        # a checkout that is not the running vllmdiag: only a folder with that name
+        ("/home/me/vllmdiag/vllmdiag/probes/vllm_smoke.py", ("user", None)),
+        ("/home/me/vllmdiag/recipes/thrmma/engine_start.py", ("user", None)),
         ("/venv/lib/python3.11/site-packages/vllmdiag/probes/stack.py", ("tool", "vllmdiag")),
         ("/venv/lib/python3.11/site-packages/six.py", ("dependency", "six")),
         ("xoscar/core.pyx", ("dependency", "xoscar")),
@@ -111,6 +248,14 @@ def test_stdlib_frames_do_not_decide(tmp_path: Path) -> None:
 )
 def test_classify(path: str, expected: tuple[str | None, str | None]) -> None:
     assert classify(path) == expected
+
+
+def test_the_running_package_and_the_run_directory_are_the_tools(tmp_path: Path) -> None:
+    assert classify(str(PACKAGE / "probes" / "stack.py")) == ("tool", "vllmdiag")
+    launcher = tmp_path / "run" / "cells" / "r1.baseline.w" / "launch.py"
+    assert classify(str(launcher)) == ("user", None)
+    assert classify(str(launcher), [str(tmp_path / "run")]) == ("tool", "vllmdiag")
+    assert classify(str(tmp_path / "runner.py"), [str(tmp_path / "run")]) == ("user", None)
 
 
 def test_no_frame_in_view_is_unknown(tmp_path: Path) -> None:
@@ -123,3 +268,57 @@ def test_no_frame_in_view_is_unknown(tmp_path: Path) -> None:
         "exception-line",
     )
     assert codec.dump(rc)["origin"] == "unknown" and not rc.is_tool_error
+
+
+def test_a_wrapper_that_built_the_command_line_is_blamed_far_above_the_error(
+    tmp_path: Path,
+) -> None:
+    """ramalama prints the command it runs, then vLLM's whole usage text, then vLLM's
+    refusal (containers/ramalama#758's shape): the wrapper passed the arguments."""
+    usage = [f"                   [--option-{i} OPTION_{i}]" for i in range(60)]
+    log = tmp_path / "ramalama.log"
+    log.write_text(
+        "\n".join(
+            [
+                "exec_cmd:  podman run --rm -i --label RAMALAMA --name ramalama_PNB6UFIqIM "
+                "quay.io/modh/vllm:rhoai-2.17-cuda llama-run -c 2048 --temp 0.8 /mnt/models/m",
+                "usage: __main__.py [-h] [--host HOST] [--port PORT]",
+                *usage,
+                "__main__.py: error: unrecognized arguments: llama-run -c 2048 --temp 0.8",
+            ]
+        )
+        + "\n"
+    )
+    rc = triage_file(log, Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and rc.evidence == "cli-error"
+    assert (rc.origin, rc.package) == ("caller", "ramalama")
+    alone = tmp_path / "alone.log"
+    alone.write_text("vllm: error: unrecognized arguments: --temperature 0.8\n")
+    rc = triage_file(alone, Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and (rc.origin, rc.package) == ("config", None)
+
+
+def test_gemma4_on_026_is_transformers_tightened_access_not_missing_support(
+    tmp_path: Path,
+) -> None:
+    """The seeds' lesson: transformers 5.17 raises on a global read of a per-layer
+    attribute, and vLLM 0.26 reads ``config.head_dim`` (the error text is the seeds')."""
+    files = {
+        f"{SITE}/transformers/__init__.py": "",
+        f"{SITE}/transformers/configuration_utils.py": "class AmbiguousGlobalPerLayerAttributeError"
+        "(AttributeError): pass\nclass PretrainedConfig:\n    def __getattr__(self, name):\n"
+        "        raise AmbiguousGlobalPerLayerAttributeError(f\"'{name}' is a per-layer attribute"
+        ' and may vary across layers. Access it via the individual layer configs instead")\n',
+        f"{SITE}/vllm/__init__.py": "",
+        f"{SITE}/vllm/model_arch_config_convertor.py": "def head_size(config):\n"
+        "    return config.head_dim\n",
+        "serve.py": "from transformers.configuration_utils import PretrainedConfig\n"
+        "import vllm.model_arch_config_convertor as c\nc.head_size(PretrainedConfig())\n",
+    }
+    origin, package, _ = _crash(tmp_path, files, "serve.py")
+    assert (origin, package) == ("dependency", "transformers")
+    rc = triage_file(tmp_path / "run.log", Catalogue.load(use_env=False)).root_cause
+    assert rc is not None and rc.known == "transformers-per-layer-head-dim"
+    said = " ".join(x or "" for x in (rc.why, rc.meaning, rc.advice)).lower()
+    assert "transformers 5.17" in said and "head_dim" in said
+    assert "does not support" not in said and "unsupported" not in said

@@ -1,6 +1,7 @@
 """What vllmdiag assumes about vLLM, checked against the real vLLM 0.18 / 0.26 / 0.29
-wheels on the package index. Only the few source files needed are read, by HTTP range
-requests; no wheel is downloaded whole and vLLM is never imported (it needs a GPU)."""
+wheels on the package index (0.25 too for the ``vllm bench`` command reader). Only the
+few source files needed are read, by HTTP range requests; no wheel is downloaded whole
+and vLLM is never imported (it needs a GPU)."""
 
 from __future__ import annotations
 
@@ -138,3 +139,74 @@ def test_profiler_spelling_of_every_version(version: str) -> None:
     assert set(config) <= fields and not env
     assert {"delay_iterations", "max_iterations", "ignore_frontend"} <= set(config)
     assert argv[-1] == "--profile"
+
+
+#: The releases a command workload's ``vllm bench`` line is read against.
+BENCH_VERSIONS = ("0.18.0", "0.25.0", "0.26.0", "0.29.0")
+
+
+def _default(src: str, flag: str) -> str:
+    """The ``default=`` of ``add_argument("FLAG", ...)`` in ``src``."""
+    found = re.search(rf'"{flag}",[^)]*?default=([^,)\s]+)', src, re.S)
+    assert found, f"no default for {flag}"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("version", BENCH_VERSIONS)
+def test_throughput_datasets_as_the_command_reader_reads_them(version: str) -> None:
+    """What :mod:`vllmdiag.plan.bench_command` assumes of ``vllm bench throughput``: the
+    random family's lengths and their defaults, --num-prompts 1000, --dataset-name
+    sharegpt, and every dataset but prefix_repetition replaced by random without a
+    dataset path (random-mm included)."""
+    from vllmdiag.plan import bench_command as bench
+
+    tp = source(version, BENCH[Builtin.THROUGHPUT])
+    data = dataset_source(version)
+    assert _default(data, "--random-input-len") == str(bench.RANDOM_DEFAULTS["input"])
+    assert _default(data, "--random-output-len") == str(bench.RANDOM_DEFAULTS["output"])
+    assert _default(tp, "--num-prompts") == str(bench.DEFAULT_PROMPTS)
+    assert _default(tp, "--dataset-name") == '"sharegpt"'
+    reset = tp.split("def validate_args", 1)[1].split("=== Dataset Name Specific", 1)[0]
+    assert "not args.dataset_path" in reset
+    assert 'args.dataset_name not in {"prefix_repetition"}' in reset
+    assert 'args.dataset_name = "random"' in reset
+    assert "When dataset path is not set, it will default to random dataset" in reset
+    for name in sorted(bench.RANDOM_FAMILY):
+        assert f'"{name}"' in tp, f"vllm {version} throughput has no dataset {name}"
+    for flag in ("--random-mm-base-items-per-request", "--random-mm-limit-mm-per-prompt"):
+        assert f'"{flag}"' in data
+    assert "ignore_eos=True" in tp  # output totals are exactly prompts x output length
+    assert 'print(f"Total num output tokens:  {total_output_tokens}")' in tp
+    assert '"elapsed_time": elapsed_time' in tp  # the timed region warned about
+    # random-mm prompts are chat messages before 0.29; vllm-chat takes them everywhere
+    assert 'elif args.backend == "vllm-chat":' in tp
+    if Version(version) < Version("0.29"):
+        mm = tp.split('elif args.dataset_name == "random-mm":', 1)[1].split("elif ", 1)[0]
+        assert 'sample_kwargs["enable_multimodal_chat"] = True' in mm
+    cmd = bench.parse(["vllm", "bench", "throughput", "--dataset-name", "random-mm",
+                       "--output-len", "512"])  # fmt: skip
+    assert cmd is not None and cmd.dataset == "random" and cmd.output_len == 128
+
+
+@pytest.mark.parametrize("version", BENCH_VERSIONS)
+def test_latency_and_serve_flags_as_the_command_reader_reads_them(version: str) -> None:
+    from vllmdiag.plan import bench_command as bench
+
+    lat = source(version, BENCH[Builtin.LATENCY])
+    for flag, what in (("--input-len", "input"), ("--output-len", "output"),
+                       ("--batch-size", "batch")):  # fmt: skip
+        assert _default(lat, flag) == str(bench.LATENCY_DEFAULTS[what]), flag
+    assert '"--random-input-len"' not in lat and '"--num-prompts"' not in lat
+    assert "add_dataset_parser" not in lat  # latency has no dataset at all
+    serve = source(version, "vllm/benchmarks/serve.py")
+    assert _default(dataset_source(version), "--dataset-name") == '"random"'  # serve's
+    # serve's --input-len / --output-len overwrite the datasets' own length flags
+    assert "args.random_input_len = args.input_len" in serve
+    assert "args.random_output_len = args.output_len" in serve
+    for line in ("Successful requests:", "Total input tokens:", "Total generated tokens:",
+                 "Benchmark duration (s):"):  # fmt: skip
+        assert f'"{line}"' in serve, line
+    refuses = 'in ["random", "random-mm", "random-rerank", "prefix_repetition"]' in serve
+    assert refuses == (Version(version) >= Version("0.25")), version  # --dataset-path
+    cli = source(version, "vllm/entrypoints/cli/main.py")
+    assert 'if __name__ == "__main__":' in cli  # python -m vllm.entrypoints.cli.main bench

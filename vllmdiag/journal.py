@@ -27,7 +27,7 @@ import shutil
 import socket
 import stat
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -36,11 +36,19 @@ from vllmdiag import atomic, codec, redact
 from vllmdiag.errors import RunDirError, VllmdiagError
 from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.outcome import CauseSummary, CellResult
+from vllmdiag.printable import printable
 
 SCHEMA = 2
 #: Journals this vllmdiag reads and resumes (1: results with hand-written keys).
 READABLE = (1, 2)
 EVENTS = "run.jsonl"
+# The files of the recipe's folder that cells' commands ran (a workload's scripts), as they
+# were when the cell ran: a report drafted on another machine writes them out from here.
+RECIPE_FILES = "recipe"
+RECIPE_FILE_MAX_BYTES = 1024 * 1024
+#: Salted digests of the values the run knew to be secret (never the values: see
+#: :func:`vllmdiag.redact.digests`), so that whatever reads the run back masks them.
+SECRET_DIGESTS = "secrets.sha256"
 #: Below this much free space a cell's log may have been cut short: its outcome is not
 #: recorded (a full disk is the tool's problem, never the cell's verdict).
 MIN_FREE_BYTES = 1024 * 1024
@@ -53,6 +61,20 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def learn_secrets_near(path: Path, depth: int = 4) -> None:
+    """Mask what the run holding ``path`` (a cell's log, a run directory) knew to be
+    secret, in everything shown of it: the nearest folder at or above it, ``depth``
+    levels up at most, that keeps :data:`SECRET_DIGESTS`."""
+    here = path if path.is_dir() else path.parent
+    for folder in [here, *here.parents][: depth + 1]:
+        try:
+            lines = (folder / SECRET_DIGESTS).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        redact.learn_digests(lines[:10_000])
+        return
+
+
 class RunDir:
     """``command``: the vllmdiag command that runs (and resumes) this kind of run, for the
     hints a stopped run prints."""
@@ -63,6 +85,30 @@ class RunDir:
         self._warn = warn
         self.command = command
         self.source: str | None = None  # the recipe, for the resume hint
+        self._learn_secrets()
+
+    def _learn_secrets(self) -> None:
+        """Mask what this run knew to be secret in everything read back from it (logs
+        echo their argv and environment)."""
+        try:
+            lines = (self.path / SECRET_DIGESTS).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return
+        redact.learn_digests(lines[:10_000])
+
+    def keep_secret_digests(self) -> None:
+        """Write (merged with those of earlier starts) the digests of every value this
+        process knows to be secret."""
+        file = self.path / SECRET_DIGESTS
+        try:
+            earlier = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            earlier = []
+        salt = redact.salt_of(earlier) or redact.new_salt()
+        lines = sorted({*earlier, *redact.digests(salt)})
+        if lines != sorted(earlier):
+            with self._writing(file, f"write {SECRET_DIGESTS}"):
+                atomic.write_text(file, "\n".join(lines) + "\n")
 
     def warn(self, text: str) -> None:
         self.warnings.append(text)
@@ -185,11 +231,16 @@ class RunDir:
         return self.cell_dir(cell_id) / "out"
 
     def prepare_cell(self, cell_id: str) -> None:
-        """A fresh attempt: keep the previous attempt's log beside it, never mix them."""
+        """A fresh attempt: keep the previous attempt's log (and stack dumps) beside it,
+        never mix them."""
         log = self.log_path(cell_id)
         with self._writing(log.parent, "prepare the cell directory"):
             if log.exists():
                 os.replace(log, log.with_name("log.previous.txt"))
+            hang = log.with_name("hang")
+            if hang.is_dir():
+                shutil.rmtree(log.with_name("hang.previous"), ignore_errors=True)
+                os.replace(hang, log.with_name("hang.previous"))
             self.out_dir(cell_id).mkdir(parents=True, exist_ok=True)
 
     def write_result(self, result: CellResult) -> None:
@@ -271,6 +322,35 @@ class RunDir:
                     said[cid] = (outcome, key)
         return said
 
+    def keep_recipe_files(self, recipe_dir: Path, argv: Sequence[str]) -> None:
+        """Copy into ``recipe/`` each regular UTF-8 file of at most 1 MiB inside
+        ``recipe_dir`` that ``argv`` names, once (the first cell's copy stands)."""
+        try:
+            root = recipe_dir.resolve()
+        except OSError:
+            return
+        for token in argv:
+            if not token.startswith("/"):
+                continue
+            try:
+                source = Path(token).resolve()
+                rel = source.relative_to(root)
+                info = source.stat()
+            except (OSError, ValueError):
+                continue
+            keep = self.path / RECIPE_FILES / rel
+            if keep.exists() or not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_size > RECIPE_FILE_MAX_BYTES:
+                continue
+            try:
+                text = source.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            with self._writing(keep, f"keep {rel}"):
+                keep.parent.mkdir(parents=True, exist_ok=True)
+                atomic.write_text(keep, text)
+
     def write_json(self, name: str, obj: Any) -> None:
         file = self.path / name
         with self._writing(file, f"write {name}"):
@@ -279,7 +359,7 @@ class RunDir:
     def write_text(self, name: str, text: str) -> None:
         file = self.path / name
         with self._writing(file, f"write {name}"):
-            atomic.write_text(file, redact.text(text))
+            atomic.write_text(file, printable(redact.text(text)))
 
     def _probe_writable(self) -> None:
         with self._writing(self.path, "write in the run directory"):

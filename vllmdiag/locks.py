@@ -83,3 +83,23 @@ def _holder(fd: int) -> str:
         return os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
     except OSError:
         return "unknown"
+
+
+def holder_if_held(path: Path) -> str | None:
+    """The pid written in a held lock file (``"unknown"`` if none), or None when nothing
+    holds it (or it does not exist); the lock is not taken."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _holder(fd)
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

@@ -7,6 +7,17 @@ SIGKILL after a grace period: profilers need the TERM to flush their traces, and
 child that ignores it must still not outlive the cell. Descendants that left the group
 (``setsid``) are tracked by walking ``/proc`` while the child runs.
 
+When a cell's child ends, :func:`sweep` ends what it started that still runs, and
+``Completed.swept`` says which: its process group, its session, every process carrying its
+cell tag, and orphans: this process makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``)
+when it first runs a cell, so a daemon a cell double-forks is reparented here, not to init,
+and is known by its parent (this process) and its start time (within the cell's run). An
+untagged orphan (started under ``env -i``) that started while another cell also ran cannot
+be told apart: it is left to the end of the last cell that could own it. Limits: a daemon
+that outlives vllmdiag itself (killed with SIGKILL) is found later only by its tag; one with
+neither tag nor a parent here (``env -i`` after vllmdiag died) is not found; no cgroup is used
+(none is writable on the machines this runs on).
+
 Off the main thread, where Ctrl-C never arrives, a child is stopped the same way when its
 cancel event is set: passed to :func:`run`, or set for every child a thread starts with
 :func:`cancel_scope` (so an executor that knows nothing of threads is stopped too).
@@ -16,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import ctypes
 import os
 import signal
 import subprocess
@@ -122,6 +134,8 @@ class Completed:
     interrupted: bool = False
     stdout: str = ""
     stderr: str = ""
+    #: Processes the child started that still ran when it ended, ended then (cells only).
+    swept: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -129,6 +143,9 @@ class Completed:
 
 
 Tick = Callable[[float], None]
+#: Called at a timeout, before the tree is ended, with the child's pid and every live
+#: process of its tree (to dump their stacks: what the kill would lose).
+OnTimeout = Callable[[int, set[int]], None]
 
 _CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
     "vllmdiag_cancel", default=None
@@ -182,6 +199,7 @@ def run(
     tick_s: float = 0.25,
     on_spawn: Callable[[int], None] | None = None,
     cancel: threading.Event | None = None,
+    on_timeout: OnTimeout | None = None,
 ) -> Completed:
     """Run ``argv`` to completion in its own process group.
 
@@ -192,6 +210,7 @@ def run(
     before it stops. ``on_spawn`` gets the child's pid (also its process group and
     session id) as soon as it exists, for the caller to journal. ``cancel`` (default: the
     one :func:`cancel_scope` set) stops the tree from another thread as Ctrl-C would.
+    ``on_timeout``: see :data:`OnTimeout`; the tree is ended after it whatever it does.
     """
     args = tuple(str(a) for a in argv)
     if cancel is None:
@@ -211,6 +230,10 @@ def run(
         else:
             out = err = stack.enter_context(open(os.devnull, "wb"))
         start = time.monotonic()
+        tag = (env or {}).get(TAG_VAR)
+        if tag is not None:
+            _become_subreaper()
+        since = _now_ticks()
         try:
             child = subprocess.Popen(
                 args,
@@ -226,13 +249,20 @@ def run(
                 f"cannot start {args[0]!r}: {exc.strerror or exc}",
                 hint="check that the program exists and is executable",
             ) from exc
+        # the child's own start time, in the clock its descendants' start times use (a
+        # container's /proc/uptime may count from another boot); uptime if it is gone
+        since = start_ticks(child.pid) or since
+        _RUNNING[child.pid] = (since, tag)
         if on_spawn is not None:
             try:
                 on_spawn(child.pid)
             except BaseException:
                 kill_tree(child, child.pid, set(), grace_s)
+                _RUNNING.pop(child.pid, None)
                 raise
-        rc, timed_out, interrupted = _wait(child, start, timeout, grace_s, on_tick, tick_s, cancel)
+        rc, timed_out, interrupted = _wait(
+            child, start, timeout, grace_s, on_tick, tick_s, cancel, on_timeout
+        )
         elapsed = time.monotonic() - start
         stdout = stderr = ""
         if capture:
@@ -240,7 +270,8 @@ def run(
             err.seek(0)
             stdout = out.read().decode("utf-8", "replace")
             stderr = err.read().decode("utf-8", "replace")
-    return Completed(args, rc, elapsed, timed_out, interrupted, stdout, stderr)
+    swept = sweep(child.pid, since, tag, grace_s)
+    return Completed(args, rc, elapsed, timed_out, interrupted, stdout, stderr, tuple(swept))
 
 
 def check_output(
@@ -271,6 +302,7 @@ def _wait(
     on_tick: Tick | None,
     tick_s: float,
     cancel: threading.Event | None = None,
+    on_timeout: OnTimeout | None = None,
 ) -> tuple[int | None, bool, bool]:
     tracked: set[int] = set()
     pgid = child.pid  # start_new_session: the child leads its own group
@@ -292,16 +324,22 @@ def _wait(
             if on_tick is not None:
                 on_tick(now - start)
             if timeout is not None and now - start > timeout:
+                if on_timeout is not None:
+                    tree = group_members(pgid) | descendants(child.pid) | tracked | {child.pid}
+                    try:
+                        on_timeout(child.pid, _alive(tree))
+                    finally:
+                        kill_tree(child, pgid, tracked, grace_s)
+                    return child.returncode, True, False
                 kill_tree(child, pgid, tracked, grace_s)
                 return child.returncode, True, False
     except KeyboardInterrupt:
         with _signals_held():
             kill_tree(child, pgid, tracked, grace_s)
         return child.returncode, False, True
-    # The child is gone; anything it left behind in its group or below it goes too.
-    leftovers = _alive(group_members(pgid) | tracked)
-    if leftovers:
-        _terminate(leftovers, grace_s)
+    # The child is gone; anything it left behind in its group or below it goes too
+    # (ended by :func:`sweep`, which says which).
+    _LEFT_AT_EXIT[child.pid] = _alive(group_members(pgid) | tracked)
     return rc, False, False
 
 
@@ -465,3 +503,86 @@ def tagged(prefix: str) -> dict[int, str]:
                     found[int(entry.name)] = item.split(b"=", 1)[1].decode("utf-8", "replace")
                     break
     return {pid: tag for pid, tag in found.items() if _alive([pid])}
+
+
+#: Children :func:`run` started and has not swept yet: pid -> (start ticks, cell tag).
+_RUNNING: dict[int, tuple[int, str | None]] = {}
+#: What a child's group and tracked descendants held when it exited, for :func:`sweep`.
+_LEFT_AT_EXIT: dict[int, set[int]] = {}
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper: list[bool] = []
+
+
+def _become_subreaper() -> None:
+    """Make this process the child subreaper of its descendants (Linux; once)."""
+    if _subreaper:
+        return
+    ok = False
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        ok = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    _subreaper.append(ok)
+
+
+def _now_ticks() -> int:
+    """Now, in clock ticks since boot (the unit of a process's start time)."""
+    try:
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, int(uptime * os.sysconf("SC_CLK_TCK")) - 1)
+
+
+def _environ_tag(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    needle = f"{TAG_VAR}=".encode()
+    for item in raw.split(b"\0"):
+        if item.startswith(needle):
+            return item[len(needle) :].decode("utf-8", "replace")
+    return None
+
+
+def _orphans(child: int, since: int, tag: str) -> set[int]:
+    """Processes reparented to this process (its subreaper) that the cell started: its tag,
+    or no tag and no other running cell that could have started them."""
+    me = os.getpid()
+    found: set[int] = set()
+    for pid, (state, ppid, _) in _all_stats().items():
+        if ppid != me or pid in _RUNNING or state in ("Z", "X"):
+            continue
+        began = start_ticks(pid)
+        if began is None or began < since:
+            continue
+        theirs = _environ_tag(pid)
+        if theirs == tag:
+            found.add(pid)
+        elif theirs is None:
+            rivals = [s for p, (s, t) in list(_RUNNING.items()) if p != child and s <= began]
+            if not rivals:
+                found.add(pid)
+    return found
+
+
+def sweep(child: int, since: int, tag: str | None, grace_s: float) -> list[int]:
+    """End what the child ``child`` (started at ``since`` ticks) left running once it has
+    ended: its group, its session, and for a cell (``tag``) every process with its tag and
+    its orphans (see the module's docstring), their descendants too; returns them, sorted."""
+    _RUNNING.pop(child, None)
+    found = _LEFT_AT_EXIT.pop(child, set()) | group_members(child)
+    found |= session_members(child, since)
+    if tag is not None:
+        found |= {pid for pid, t in tagged(tag).items() if t == tag}
+        found |= _orphans(child, since, tag)
+    for pid in list(found):
+        found |= descendants(pid)
+    found.discard(os.getpid())
+    live = _alive(found)
+    if live:
+        _terminate(live, grace_s)
+    for pid in live:  # orphans reparented here are ours to reap
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+    return sorted(live)

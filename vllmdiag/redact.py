@@ -19,7 +19,16 @@ Secrets (for everything vllmdiag writes or prints):
   an ``env``/``environ`` key through :func:`env`, and UPPER_CASE keys that look secret.
 - :func:`url_secrets` — the credentials written in a URL (to :func:`remember` them).
 - :func:`remember` — register values to mask wherever they appear (a recipe's secret
-  env values and index passwords; the loader does this).
+  env values, index passwords and the values of its secret-looking flags; the loader
+  does this). :func:`flag_secrets` finds the values of secret-looking flags in a command
+  line (``--api-key sk-…``, ``--token=…``) and of secret-looking ``NAME=value`` words.
+- :func:`digests` / :func:`learn_digests` — what a run knew to be secret, kept in its run
+  directory only as salted SHA-256 digests of each value (never the value; the salt is the
+  run's own, so a digest matches no precomputed table and tells nothing of another run),
+  so a later process that reads the run back (``triage`` of a cell log, ``report``) masks
+  the same values where they reappear in logs: a word of text whose digest is known is
+  masked. A digest of a short, guessable password can still be brute-forced by whoever
+  holds the run directory: share ``summary.md``, not the directory.
 
 What is masked is only what vllmdiag writes or prints: children still get the real
 values.
@@ -41,6 +50,7 @@ value they mask, by kind (:data:`SECRET`, :data:`URL_CREDENTIAL`, :data:`HOME_PA
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import re
 import socket
@@ -95,9 +105,17 @@ _QUERY = re.compile(r"(?P<sep>[?&])(?P<name>[A-Za-z0-9_.-]+)=(?P<value>[^&#\s\"'
 _ASSIGN = re.compile(r"(?P<name>\b[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s\"',;=][^\s\"',;]*)")
 _BEARER = re.compile(r"(?i)\b(?P<kind>bearer)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
 _MIN_KNOWN = 8  # shorter "secrets" ("1", "true") would mask half a report
+# A value that is code or a placeholder, not a secret: ``token={os.environ.get(...)}``,
+# ``$HF_TOKEN``, ``KEY=VALUE`` in a usage line. Masking it would break what it belongs to.
+_NOT_A_VALUE = re.compile(r"^(?:[{$(%<\[`]|[A-Z][A-Z_]*$)|[(){}]")
+# The words of a text a digest is checked against (a secret is one such word).
+_WORD = re.compile(r"[^\s\"'`,;=(){}\[\]<>|]+")
 _PLAIN_USERS = frozenset({"git", "hg", "anonymous"})
 
 _remembered: set[str] = set()
+#: Salted digests of secret values, by length: (salt, digest) pairs learnt from run
+#: directories read back.
+_digests: dict[int, set[tuple[str, str]]] = {}
 
 
 def is_secret_name(name: str) -> bool:
@@ -114,6 +132,76 @@ def remember(values: Iterable[str]) -> None:
 
 def forget_all() -> None:
     _remembered.clear()
+    _digests.clear()
+
+
+def flag_secrets(tokens: Sequence[str]) -> list[str]:
+    """The values of secret-looking flags (``--api-key X``, ``--hf-token=X``) and of
+    secret-looking ``NAME=value`` words in a command line (each token may hold several
+    words: a recipe's command string)."""
+    words = [w for t in tokens for w in str(t).split()]
+    out = []
+    for i, word in enumerate(words):
+        if word.startswith("-") and is_secret_name(word.lstrip("-").partition("=")[0]):
+            _name, eq, value = word.partition("=")
+            if eq:
+                out.append(value)
+            elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+                out.append(words[i + 1])
+            continue
+        m = _ASSIGN.fullmatch(word)
+        if m and is_secret_name(m.group("name")):
+            out.append(m.group("value"))
+    return [v.strip("\"'") for v in out if v.strip("\"'") and not _NOT_A_VALUE.search(v)]
+
+
+def _digest(salt: str, value: str) -> str:
+    data = bytes.fromhex(salt) + value.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def new_salt() -> str:
+    return os.urandom(16).hex()
+
+
+def digests(salt: str, values: Iterable[str] | None = None) -> list[str]:
+    """``LENGTH:SALT:SHA256(salt + value)`` of each secret value (default: every value
+    this process knows)."""
+    chosen = _known() if values is None else values
+    return sorted({f"{len(v)}:{salt}:{_digest(salt, v)}" for v in chosen if len(v) >= _MIN_KNOWN})
+
+
+def learn_digests(lines: Iterable[str]) -> None:
+    """Mask, from now on, every word of text whose digest is one of ``lines``."""
+    for line in lines:
+        size, _, rest = line.strip().partition(":")
+        salt, _, hexdigest = rest.partition(":")
+        if size.isdigit() and len(hexdigest) == 64 and _is_hex(salt) and _is_hex(hexdigest):
+            _digests.setdefault(int(size), set()).add((salt.lower(), hexdigest.lower()))
+
+
+def salt_of(lines: Iterable[str]) -> str | None:
+    """The salt of digest lines a run wrote (None: none there)."""
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and _is_hex(parts[1]):
+            return parts[1].lower()
+    return None
+
+
+def _is_hex(text: str) -> bool:
+    return bool(text) and len(text) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _digest_sub(m: re.Match[str]) -> str:
+    word = m.group(0)
+    known = _digests.get(len(word))
+    if not known:
+        return word
+    for salt in {salt for salt, _ in known}:
+        if (salt, _digest(salt, word)) in known:
+            return MASK
+    return word
 
 
 def url_secrets(value: str) -> list[str]:
@@ -165,7 +253,8 @@ def _query_sub(m: re.Match[str]) -> str:
 
 
 def _assign_sub(m: re.Match[str]) -> str:
-    if is_secret_name(m.group("name")) and m.group("value") != MASK:
+    value = m.group("value")
+    if is_secret_name(m.group("name")) and value != MASK and not _NOT_A_VALUE.search(value):
         return f"{m.group('name')}={MASK}"
     return m.group(0)
 
@@ -181,6 +270,8 @@ def text(value: str, *, known: Sequence[str] | None = None, tally: Tally | None 
             if tally is not None:
                 tally[SECRET] += out.count(secret)
             out = out.replace(secret, MASK)
+    if _digests:
+        out = _WORD.sub(_counting(_digest_sub, tally, SECRET), out)
     return out
 
 
@@ -276,15 +367,29 @@ def _who() -> tuple[str, str]:
     return user, socket.gethostname()
 
 
+# A Windows profile folder (``C:\\Users\\alice``, also with doubled or forward slashes): the
+# user's name whoever the user is (logs come from other machines too).
+_WINDOWS_HOME = re.compile(
+    r"(?i)(?P<root>\b[A-Z]:(?:\\{1,2}|/)Users(?:\\{1,2}|/))"
+    r"(?!(?:Public|Default|All Users)\b)(?P<name>[^\\/\s\"'<>:|*?]+)"
+)
+
+
 def identity(value: str, *, tally: Tally | None = None) -> str:
     user, host = _who()
     out = value
-    if host and host not in ("localhost", "") and len(host) >= 3:
-        out = _sub_count(rf"\b{re.escape(host)}\b", "<host>", out, tally, HOST_NAME)
+    names = {host, host.partition(".")[0]} if host else set()
+    for name in sorted(names, key=len, reverse=True):  # the full name first, then its first label
+        if name not in ("localhost", "") and len(name) >= 2:
+            pattern = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+            out = _sub_count(pattern, "<host>", out, tally, HOST_NAME)
     if user:
         u = re.escape(user)
         out = _sub_count(rf"(/home/|/Users/){u}\b", r"\1<user>", out, tally, USER_NAME)
         out = _sub_count(rf"(?<![\w.-]){u}@", "<user>@", out, tally, USER_NAME)
+    out, n = _WINDOWS_HOME.subn(lambda m: m.group("root") + "<user>", out)
+    if tally is not None:
+        tally[USER_NAME] += n
     return out
 
 

@@ -142,6 +142,15 @@ def test_baseline_vs_enforce_eager_on_vllm_026(tmp_path: Path) -> None:
             for one in part.split(" + "):
                 assert not one.startswith(SIGNATURE_STARTS), one
                 assert not is_signature(one), one
+    # the capture window (4 skipped, 32 captured by default) is long enough to judge:
+    # step times on both sides with their step-to-step spread, eager's decode slower
+    assert "delay_iterations=4, max_iterations=32" in caps["baseline"]["notes"][0]
+    bands = {(r["measure"], r["kind"]): r for r in d["step_bands"]}
+    period = bands[("step period", "decode-only")]
+    assert period["a"]["n"] >= 8 and period["b"]["n"] >= 8, period
+    assert period["call"] == "slower", period
+    assert period["change"] > period["band"] >= 0.05
+    print(next(s for s in d["reconciliation"].split(". ") if s.startswith("Median")))
     for side in (graph, eager):  # refused events are shown, not failed on: report them
         if side["skipped_events"]:
             print(f"{side['name']}: refused {side['skipped']}")

@@ -28,13 +28,30 @@ def command_runs(
 ) -> list[CheckRun] | Step:
     """The check's runs on ``requirement==version``; a SKIP step when the env could not
     be built."""
+    return leg_runs(req, f"{requirement}=={version}", req.exclude_newer, version, logs)
+
+
+def leg_runs(
+    req: BisectRequest,
+    pin: str,
+    exclude_newer: str | None,
+    version: str,
+    logs: Path,
+    *,
+    existing: Path | None = None,
+) -> list[CheckRun] | Step:
+    """The check's runs on a leg of ``pin`` (a requirement: ``PKG==V`` or ``PKG @ URL``)
+    and ``--with``, resolved as of ``exclude_newer``, or on the prebuilt ``existing``
+    environment (``pin`` and ``--with`` then checked there, not installed); a SKIP step
+    (named ``version``) when the env could not be built or is not whole."""
     configured = config.configured_index()
     leg = LegSpec(
-        name=f"bisect {requirement}=={version}",
-        requirements=(f"{requirement}=={version}", *req.with_requirements),
-        python=req.python,
-        exclude_newer=req.exclude_newer,
-        index_url=config.custom_index(),
+        name=f"bisect {pin}" if existing is None else f"bisect {pin} ({existing})",
+        requirements=(pin, *req.with_requirements),
+        python=req.python if existing is None else None,
+        exclude_newer=exclude_newer if existing is None else None,
+        index_url=config.custom_index() if existing is None else None,
+        existing=existing,
     )
     install_log = logs / f"{version}.install.log"
     try:

@@ -42,6 +42,25 @@ class BisectRequest:
     fresh: bool = False  # discard an earlier journal of the same question
     recipe: Path | None = None  # the check is this recipe's cell ...
     cell: str | None = None  # ... run on its leg with PKG==V pinned
+    # --by commit: the ends are git revisions, each step the wheel of one commit
+    by: str = "release"
+    repo: Path | None = None  # the user's clone ...
+    repo_url: str | None = None  # ... or the URL vllmdiag clones (metadata only)
+    wheels: str | None = None  # the per-commit index template ({commit}, {variant})
+    variant: str | None = None
+    main: str = "main"
+
+
+@dataclass(frozen=True)
+class CommitQuestion:
+    """What a commit bisection adds to its question: the commits its ends resolved to on
+    the main branch, the wheel index template and variant."""
+
+    good_base: str
+    bad_base: str
+    main_ref: str
+    wheels: str
+    variant: str | None
 
 
 @dataclass(frozen=True)
@@ -66,11 +85,15 @@ class BisectQuestion:
     recipe_digest: str | None = None
     cell: str | None = None
     schema: int = SCHEMA
+    commits: CommitQuestion | None = None
 
     @property
     def key(self) -> str:
-        """The journal's directory name."""
-        blob = json.dumps(codec.dump(self), sort_keys=True).encode()
+        """The journal's directory name (a release question's is what it always was)."""
+        data = codec.dump(self)
+        if data.get("commits") is None:
+            data.pop("commits", None)
+        blob = json.dumps(data, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -105,10 +128,23 @@ def validate(req: BisectRequest) -> RecipeCell | None:
             where="--bad",
             hint="give a version that checks good and a later (or earlier) one that checks bad",
         )
+    return validate_check(req, threshold_required=True)
+
+
+def validate_check(req: BisectRequest, *, threshold_required: bool) -> RecipeCell | None:
+    """The arguments of the check (command or recipe cell, repeats, metric); the recipe
+    cell to check, if the check is one."""
     args.at_least(req.repeat, 1, "--repeat")
     if req.timeout_s is not None:
         numbers.seconds(req.timeout_s, "--timeout", zero_ok=False)
-    if (req.metric is None) != (req.threshold is None):
+    if req.threshold is not None and req.metric is None and not threshold_required:
+        raise VllmdiagError(
+            "--threshold needs --metric",
+            where="--metric",
+            hint="e.g. --metric tokens_per_s (the threshold is derived from the two ends "
+            "when --threshold is left out)",
+        )
+    if threshold_required and (req.metric is None) != (req.threshold is None):
         missing = "--threshold" if req.threshold is None else "--metric"
         raise VllmdiagError(
             "--metric and --threshold go together",

@@ -35,6 +35,7 @@ class Step:
     value: float | None = None
     detail: str = ""
     resumed: bool = False
+    values: tuple[float, ...] = ()  # every run's metric value (``value`` is their median)
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ def _run_step(
     verdict = metric_verdict(value, baseline[0], req.threshold) if baseline else StepVerdict.SKIP
     ratio = value / baseline[0] if baseline and baseline[0] else float("nan")
     said = f"{req.metric}={value:g} ratio={ratio:.3f}"
-    return Step(version, verdict, rcs[-1], elapsed, rcs, value, detail=said)
+    return Step(version, verdict, rcs[-1], elapsed, rcs, value, detail=said, values=tuple(values))
 
 
 def _cell_runs(req: BisectRequest, target: RecipeCell, pin: str, out: Path) -> list[CheckRun]:

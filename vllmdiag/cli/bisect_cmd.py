@@ -21,6 +21,8 @@ from vllmdiag.bisect import (
     StepVerdict,
     bisect_releases,
 )
+from vllmdiag.bisect.by_commit import bisect_commits
+from vllmdiag.cli.bisect_commits_view import commit_view, render_commits
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.cli.window_cmd import Command, Context, NoSuchOption, UsageError
 from vllmdiag.errors import VllmdiagError
@@ -101,8 +103,12 @@ def bisect(
         metavar="REQUIREMENT",
         help="Another requirement for each step's env (repeatable).",
     ),
-    repeat: int = typer.Option(
-        1, "--repeat", min=1, metavar="N", help="Runs per version; majority wins."
+    repeat: int | None = typer.Option(
+        None,
+        "--repeat",
+        min=1,
+        metavar="N",
+        help="Runs per version; majority wins (default 1; 3 for a metric by commit).",
     ),
     metric: str | None = typer.Option(
         None, "--metric", metavar="NAME", help="Bisect a performance regression on this metric."
@@ -112,7 +118,8 @@ def bisect(
         "--threshold",
         metavar="RATIO",
         help="Ratio to the good version's metric: below 1, bad when the ratio falls under "
-        "it (higher is better); above 1, bad when it rises over it (lower is better).",
+        "it (higher is better); above 1, bad when it rises over it (lower is better). "
+        "By commit, derived from the two ends when left out.",
     ),
     timeout: float | None = typer.Option(
         None, "--timeout", metavar="SECONDS", help="Seconds per check run."
@@ -125,11 +132,67 @@ def bisect(
     cell: str | None = typer.Option(
         None, "--cell", metavar="ID", help="The recipe cell to run as the check."
     ),
+    by: str = typer.Option(
+        "release",
+        "--by",
+        metavar="release|commit",
+        help="Bisect released versions, or the main branch's commits on per-commit wheels.",
+    ),
+    repo: str | None = typer.Option(
+        None,
+        "--repo",
+        metavar="PATH",
+        help="By commit: a clone of the project (blobless is enough).",
+    ),
+    repo_url: str | None = typer.Option(
+        None,
+        "--repo-url",
+        metavar="URL",
+        help="By commit: the repository vllmdiag clones (metadata only) into its cache.",
+    ),
+    wheels: str | None = typer.Option(
+        None,
+        "--wheels",
+        metavar="TEMPLATE",
+        help="By commit: the per-commit index URL, with {commit} and optionally {variant} "
+        "(vLLM's own for vllm).",
+    ),
+    variant: str | None = typer.Option(
+        None,
+        "--variant",
+        metavar="NAME",
+        help="By commit: the wheels' CUDA variant (cu129, cu130, cpu); default from the driver.",
+    ),
+    main: str = typer.Option(
+        "main", "--main", metavar="BRANCH", help="By commit: the project's main branch."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Find the first release of PKG that breaks a check (git-bisect-run rules)."""
+    """Find the first release (or commit) of PKG that breaks a check (git-bisect-run rules)."""
     console = human(as_json)
     with user_errors():
+        if by not in ("release", "commit"):
+            raise VllmdiagError(
+                f"--by {by!r}: bisect by release or by commit", where="--by", hint="--by commit"
+            )
+        if by == "release":
+            given = [
+                name
+                for name, value in (
+                    ("--repo", repo),
+                    ("--repo-url", repo_url),
+                    ("--wheels", wheels),
+                    ("--variant", variant),
+                )
+                if value is not None
+            ]
+            if given or main != "main":
+                raise VllmdiagError(
+                    f"{(given or ['--main'])[0]} is for a bisection by commit",
+                    where=(given or ["--main"])[0],
+                    hint="add --by commit, or drop it",
+                )
+        runs = repeat if repeat is not None else (3 if by == "commit" and metric else 1)
         request = BisectRequest(
             package=pkg,
             good=good,
@@ -138,7 +201,7 @@ def bisect(
             python=python,
             exclude_newer=exclude_newer,
             with_requirements=tuple(with_),
-            repeat=repeat,
+            repeat=runs,
             metric=metric,
             threshold=threshold,
             timeout_s=timeout,
@@ -146,6 +209,12 @@ def bisect(
             fresh=fresh,
             recipe=Path(recipe) if recipe else None,
             cell=cell,
+            by=by,
+            repo=Path(repo) if repo else None,
+            repo_url=repo_url,
+            wheels=wheels,
+            variant=variant,
+            main=main,
         )
 
         def observe(event: BisectEvent) -> None:
@@ -164,7 +233,16 @@ def bisect(
                     Text(f"  {event.text}", "yellow" if event.level == "warning" else "dim")
                 )
 
-        result = bisect_releases(request, observe)
+        if by == "commit":
+            commit_result = bisect_commits(request, commit_view(console, pkg))
+        else:
+            result = bisect_releases(request, observe)
+    if by == "commit":
+        if as_json:
+            emit_json(codec.dump(commit_result))
+        else:
+            render_commits(console, commit_result)
+        return
     if as_json:
         emit_json(codec.dump(result))
         return

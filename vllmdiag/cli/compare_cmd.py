@@ -17,6 +17,7 @@ from vllmdiag.compare.model import Direction, label
 from vllmdiag.compare.report import agreement_text, ratio_text
 from vllmdiag.compare.transfer import Compared, Settings
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.printable import printable
 
 _TRANSFERS = {True: "[green]yes[/]", False: "[bold red]no[/]", None: "[yellow]—[/]"}
 
@@ -118,7 +119,7 @@ def compare_cmd(
 
 def _write(path: Path, text: str) -> None:
     try:
-        atomic.write_text(path, text)
+        atomic.write_text(path, printable(text))
     except OSError as exc:
         raise VllmdiagError(
             f"cannot write the summary: {exc.strerror or exc}",

@@ -12,8 +12,8 @@ from rich.table import Table
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
-from vllmdiag.errors import VllmdiagError
-from vllmdiag.hygiene import DoctorReport, doctor
+from vllmdiag.errors import EnvError, VllmdiagError
+from vllmdiag.hygiene import DoctorReport, doctor, failed_leg
 
 _STYLE = {"contaminated": "bold red", "warning": "yellow", "ok": "green", "skipped": "dim"}
 
@@ -75,10 +75,13 @@ def doctor_cmd(
 
     Checks: plugins in the vllm.* entry-point groups (vllm-omni), a `vllm` script owned
     by another distribution, flashinfer-jit-cache / -cubin not matching
-    flashinfer-python, other processes on the GPUs, DEBUG logging with usage stats on.
+    flashinfer-python, other processes on the GPUs, DEBUG logging with usage stats on,
+    installed versions that break what vllm, torch or flashinfer-python declare they
+    require (VLLMDIAG_DECLARED=a,b,... names others), a path: leg that cannot be used,
+    cell processes an earlier, killed vllmdiag run left running on this node.
 
     Exit status: 0 clean, 2 contaminated (a matrix refuses such a leg unless
-    overridden), 1 on a usage error.
+    overridden), 1 on a usage error or a path: leg that cannot be used.
     """
     with user_errors():
         run_env = _env_pairs(env or [])
@@ -92,7 +95,13 @@ def doctor_cmd(
                     plain(f"leg {ev.leg}: {ev.kind.value} {ev.detail}", "dim"), highlight=False
                 )
 
-            built = cache.ensure(spec, observer=note)
+            try:
+                built = cache.ensure(spec, observer=note)
+            except EnvError as exc:
+                if spec.existing is None:
+                    raise
+                reports.append(failed_leg(spec.name, str(spec.existing), exc))
+                continue
             reports.append(doctor(built, run_env, check_gpu=not no_gpu))
         if as_json:
             emit_json(
@@ -105,6 +114,8 @@ def doctor_cmd(
                 _show(r, out)
         if any(r.contaminated for r in reports):
             raise typer.Exit(2)
+        if any(f.code == "leg-failed" for r in reports for f in r.findings):
+            raise typer.Exit(1)
 
 
 def _show(r: DoctorReport, out: Console) -> None:

@@ -1,13 +1,15 @@
 """The options of every command that runs cells on this machine or across a Ray cluster
-(``matrix``, ``study``), in one place."""
+(``matrix``, ``study``), in one place: where cells run, and how many times."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
+from typing import TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
 from vllmdiag.cli.output import plain
@@ -39,6 +41,26 @@ GpusOption = typer.Option(
     help="GPU slots of this machine (or of the local Ray instance): default, the GPUs it "
     "shows; on a machine without GPUs, N fake slots.",
 )
+
+RepeatsOption = typer.Option(
+    None,
+    "--repeats",
+    metavar="N",
+    min=1,
+    max=100,
+    help="Measure every cell N times, repetition the outer loop (default: the recipe's "
+    "'repeats'; metric matrices and studies that do not say: 3). With 1 the run has no "
+    "evidence of its own noise, and no difference is called.",
+)
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def with_repeats(recipe: R, repeats: int | None) -> R:
+    """``recipe`` (a matrix or study recipe) with ``--repeats`` applied (unchanged when
+    it was not given)."""
+    return recipe if repeats is None else recipe.model_copy(update={"repeats": repeats})
 
 
 @contextmanager

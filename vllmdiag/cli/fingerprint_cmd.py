@@ -122,7 +122,7 @@ def _findings(leg: Path | None) -> list[tuple[str, str]]:
 
 def _print_startup(out: Console, t: StartupTimeline) -> None:
     since = "process start" if t.from_process_start else "the first log line"
-    state = "ready" if t.ready else "never ready"
+    state = t.state()
     table = Table(title=f"start-up: {t.total_s:.0f} s from {since} ({state})", title_justify="left")
     for col in ("phase", "seconds", "share"):
         table.add_column(col, justify="left" if col == "phase" else "right")

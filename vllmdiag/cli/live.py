@@ -15,11 +15,13 @@ from rich.text import Text
 
 from vllmdiag.envs.cache import EnvEvent, EnvState
 from vllmdiag.events import Note
+from vllmdiag.printable import printable
 from vllmdiag.runner.events import (
     CellFinished,
     CellReused,
     CellsEvent,
     CellStarted,
+    CellSwept,
     CellTick,
     RunStarted,
 )
@@ -42,7 +44,7 @@ def last_line(log: Path, limit: int = 4096) -> str:
             lines = [ln for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    return lines[-1][:160] if lines else ""
+    return printable(lines[-1][:160]) if lines else ""  # shown live, beside the render hook
 
 
 class LiveView:
@@ -124,9 +126,18 @@ class LiveView:
             line.append(f" {r.elapsed_s:.1f}s" + (" (reused)" if reused else ""))
             cause = r.root_cause
             if cause is not None and (cause.type or cause.evidence == "death-line"):
-                line.append(f" — {cause.type or 'died'}: {(cause.message or '')[:80]}")
+                # where a hung cell stopped is worth its whole line
+                room = 400 if r.hang is not None else 80
+                line.append(f" — {cause.type or 'died'}: {(cause.message or '')[:room]}")
             self._print(line)
             self.progress.advance(self.task)
+        elif isinstance(event, CellSwept):
+            pids = ", ".join(map(str, event.pids))
+            self._print(
+                Text(
+                    f"{event.id}: ended {len(event.pids)} process(es) it left running ", "dim"
+                ).append(f"(pids {pids})", style="dim")
+            )
         elif isinstance(event, Note):
             self._print(Text(f"{event.level}:", style="yellow").append(f" {event.text}"))
 

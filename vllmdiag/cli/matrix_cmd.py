@@ -17,22 +17,51 @@ from vllmdiag.cli.executor_opts import (
     ExecutorKind,
     ExecutorOption,
     GpusOption,
+    RepeatsOption,
     connected,
+    with_repeats,
 )
 from vllmdiag.cli.forms import ResumeDir
 from vllmdiag.cli.live import LiveView
-from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells, print_table, verdict_table
 from vllmdiag.cli.values import path_value
 from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
+from vllmdiag.matrix.rejudge import rejudge
 from vllmdiag.plan import MatrixPlan, plan
+from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.proc import Interrupted
 
 
+class _MatrixCommand(ResumeDir):
+    """``matrix RECIPE`` runs; ``matrix verdict RUN_DIR`` decides a run again."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        if args[:1] == [VERDICT] and not Path(VERDICT).is_file():
+            rest = [a for a in args[1:] if a != "--json"]
+            if len(rest) != 1 or rest[0].startswith("-"):
+                raise typer.BadParameter(
+                    "'matrix verdict' takes one RUN_DIR (and --json), nothing else",
+                    ctx=ctx,
+                    param_hint="verdict RUN_DIR",
+                )
+            ctx.meta[VERDICT] = True
+            args = args[1:]
+        return super().parse_args(ctx, args)
+
+
+VERDICT = "verdict"
+
+
 def matrix(
-    recipe: Path = typer.Argument(..., help="Recipe YAML, e.g. recipes/thrmma-cpu.yaml."),
+    ctx: typer.Context,
+    recipe: Path = typer.Argument(
+        ...,
+        help="Recipe YAML, e.g. recipes/thrmma-cpu.yaml; or 'verdict RUN_DIR': decide a "
+        "run again from its files.",
+    ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Show every cell, its env and its exact command; run nothing."
     ),
@@ -71,21 +100,38 @@ def matrix(
         "--wait",
         help="If another matrix holds this machine's lock, wait for it instead of stopping.",
     ),
+    repeats: int | None = RepeatsOption,
+    baseline_between_arms: bool = typer.Option(
+        False,
+        "--baseline-between-arms",
+        help="Measure the baseline again before each arm after the first, and say whether "
+        "it drifted over the run (early against late, beyond its own spread).",
+    ),
     executor: ExecutorKind = ExecutorOption,
     address: str | None = AddressOption,
     gpus: int | None = GpusOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a baseline plus arms over workloads, each cell in its own env: one at a time
-    per node for metric matrices, side by side on disjoint GPUs for pass/fail ones."""
+    per node for metric matrices, side by side on disjoint GPUs for pass/fail ones.
+    'vllmdiag matrix verdict RUN_DIR' runs nothing: it decides the run in RUN_DIR again
+    from its manifest.json and result.json files and rewrites summary.md, summary.txt
+    and verdict.json."""
     console = human(as_json)
+    if ctx.meta.get(VERDICT):
+        _verdict_again(console, recipe, as_json)
+        return
     with user_errors():
         if resume is not None and out is not None:
             raise VllmdiagError(
                 "--resume and --out both name a run directory",
                 hint="--resume DIR continues that run in place; drop --out",
             )
-        rec = load_recipe(recipe)
+        rec = with_repeats(load_recipe(recipe), repeats)
+        if baseline_between_arms:
+            rec = rec.model_copy(update={"baseline_between_arms": True})
+        if not dry_run:
+            warn_lines(console, recipe_warnings(rec))
         if dry_run:
             p = plan(rec)
             if as_json:
@@ -118,6 +164,14 @@ def matrix(
             raise typer.Exit(1)
 
 
+def _verdict_again(console: Console, run_dir: Path, as_json: bool) -> None:
+    with user_errors():
+        report = rejudge(run_dir, lambda text: console.print(plain(f"warning: {text}")))
+        _print_report(console, report)
+        if as_json:
+            emit_json(codec.dump(report.verdict))
+
+
 def _print_plan(console: Console, p: MatrixPlan) -> None:
     """The plan as text a user can paste from: each command on one line, quoted with
     ``shlex.join``, never wrapped or cut (and never parsed as markup)."""
@@ -143,6 +197,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
         )
     console.print(legs)
     print_cells(console, p.cells)
+    warn_lines(console, p.warnings)
 
 
 def _print_report(console: Console, report: MatrixReport) -> None:
@@ -154,6 +209,7 @@ def _print_report(console: Console, report: MatrixReport) -> None:
     verdict = Text("\nVerdict. ", style="bold")
     verdict.append(report.verdict.summary, style="")
     console.print(verdict)
+    warn_lines(console, (f"{r.id}: {w}" for r in report.cells for w in r.warnings))
     console.print(plain(f"summary: {report.run_dir / 'summary.md'}"))
     if report.interrupted:
         again = shlex.join(
@@ -165,4 +221,4 @@ def _print_report(console: Console, report: MatrixReport) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("matrix", cls=ResumeDir)(matrix)
+    app.command("matrix", cls=_MatrixCommand)(matrix)

@@ -4,7 +4,9 @@ Human output goes to stderr when ``--json`` is given, so stdout carries exactly 
 JSON object: the command's result, or ``{"error", "where", "hint"}`` when it failed.
 Everything printed goes through :mod:`vllmdiag.redact` (no secret reaches a terminal
 or a captured log), and text that came from logs, recipes or users is escaped before
-Rich sees it (see :func:`lit`).
+Rich sees it (see :func:`lit`); its control characters are printed as escapes
+(:func:`vllmdiag.printable.printable`, applied by a render hook to every segment of text
+these consoles print: Rich's own styling and cursor control are not text, and pass).
 """
 
 from __future__ import annotations
@@ -12,17 +14,19 @@ from __future__ import annotations
 import errno
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
 from rich.markup import escape
+from rich.segment import Segment
 from rich.text import Text
 
 from vllmdiag import redact
 from vllmdiag.errors import ConfigError, VllmdiagError
+from vllmdiag.printable import printable
 
 
 class _Redacting:
@@ -50,8 +54,33 @@ class _Redacting:
         return getattr(self._target(), "encoding", "utf-8") or "utf-8"
 
 
-stdout = Console(file=_Redacting(lambda: sys.stdout), soft_wrap=True)  # type: ignore[arg-type]
-stderr = Console(file=_Redacting(lambda: sys.stderr), soft_wrap=True)  # type: ignore[arg-type]
+class _Printable:
+    """A renderable whose text segments have their control characters escaped."""
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for seg in console.render(self.inner, options):
+            if seg.control or not seg.text:
+                yield seg
+            else:
+                yield Segment(printable(seg.text), seg.style)
+
+
+class _PrintableHook(RenderHook):
+    def process_renderables(self, renderables: list[Any]) -> list[Any]:
+        return [_Printable(r) for r in renderables]
+
+
+def _console(target: Callable[[], IO[str]]) -> Console:
+    console = Console(file=_Redacting(target), soft_wrap=True)  # type: ignore[arg-type]
+    console.push_render_hook(_PrintableHook())
+    return console
+
+
+stdout = _console(lambda: sys.stdout)
+stderr = _console(lambda: sys.stderr)
 
 
 class _Mode:
@@ -87,6 +116,12 @@ def plain(value: object, style: str = "") -> Text:
 def human(as_json: bool) -> Console:
     """The console for human-readable output: stderr in ``--json`` mode."""
     return stderr if as_json else stdout
+
+
+def warn_lines(console: Console, lines: Iterable[str]) -> None:
+    """Warnings, one a line (text from recipes and logs: never markup)."""
+    for line in lines:
+        console.print(Text("warning: ", style="yellow").append(line), highlight=False)
 
 
 def emit_json(obj: Any) -> None:

@@ -20,12 +20,13 @@ from rich.text import Text
 from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
 from vllmdiag.cli.forms import FormGroup, ResumeDirForm
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.proc import Interrupted
 from vllmdiag.profile import job
-from vllmdiag.profile.capture import backend
+from vllmdiag.profile.capture import CaptureSettings, backend
 from vllmdiag.profile.executor import Workload
 from vllmdiag.profile.results import ProfileOutcome
 
@@ -104,9 +105,21 @@ RunsRootOpt = typer.Option(
     Path("runs"), "--runs-root", parser=path_value, help="Where new run directories are made."
 )
 WarmupOpt = typer.Option(
-    3, "--warmup", min=0, help="Script workloads: launcher warm-up steps, not captured."
+    None,
+    "--warmup",
+    min=0,
+    help="Steps run before the capture, not captured: the torch launcher's for a script, "
+    "vLLM's profiler delay_iterations for a vllm command (default: the recipe's "
+    f"profile.warmup, else {CaptureSettings.warmup}).",
 )
-StepsOpt = typer.Option(10, "--steps", min=1, help="Script workloads: launcher steps captured.")
+StepsOpt = typer.Option(
+    None,
+    "--steps",
+    min=1,
+    help="Steps captured (vLLM's profiler max_iterations); the diff judges step times "
+    "against their step-to-step spread, so give it enough (default: the recipe's "
+    f"profile.steps, else {CaptureSettings.steps}).",
+)
 
 
 @profile_app.command("diff")
@@ -183,8 +196,8 @@ def capture_cmd(
         None, "--command", help="A vLLM command line instead, e.g. 'vllm bench latency --model M'."
     ),
     capture: list[str] = CaptureOpt,
-    warmup: int = WarmupOpt,
-    steps: int = StepsOpt,
+    warmup: int | None = WarmupOpt,
+    steps: int | None = StepsOpt,
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -208,13 +221,16 @@ def capture_cmd(
         if out is not None:
             _new_out(out)
         backends = tuple(backend(c) for c in capture)
+        if command:
+            said = benchmod.parse(shlex.split(command))
+            warn_lines(human(as_json), (f"--command: {p}" for p in (said.problems if said else ())))
         targets = targets_from_paths(leg)
         w = Workload(
             script=script.resolve() if script else None,
             script_args=tuple(ctx.args),
             argv=tuple(shlex.split(command)) if command else (),
-            warmup=warmup,
-            steps=steps,
+            warmup=CaptureSettings.warmup if warmup is None else warmup,
+            steps=CaptureSettings.steps if steps is None else steps,
         )
         with show.ProfileView(human(as_json)) as view:
             outcome = capture_legs(

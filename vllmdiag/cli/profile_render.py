@@ -20,6 +20,7 @@ from vllmdiag.profile.events import (
 )
 from vllmdiag.profile.pyspy import FrameRow
 from vllmdiag.profile.report import CpuDiff, DiffReport, GpuDiff
+from vllmdiag.profile.steptimes import Spread
 from vllmdiag.runner.events import RunStarted
 
 
@@ -123,6 +124,25 @@ def _sides(console: Console, d: GpuDiff) -> None:
     console.print(sides)
 
 
+def _steps(console: Console, d: GpuDiff) -> None:
+    """Per-step times (median ± step-to-step spread) and the call on each change."""
+    if not d.step_bands:
+        return
+    a, b = d.names
+    t = Table(title="Step times (median ± 1.4826·MAD/median; called beyond the band)")
+    for col in ("measure", "kind", f"{a} ms", f"{b} ms", "change", "band", "call"):
+        t.add_column(Text(col), justify="right" if col in ("change", "band") else "left")
+    for r in d.step_bands:
+        t.add_row(r.measure, r.kind, _spread(r.a), _spread(r.b),
+                  "n/a" if r.change is None else f"{r.change:+.1%}",
+                  "n/a" if r.band is None else f"±{r.band:.1%}", r.call.value)  # fmt: skip
+    console.print(t)
+
+
+def _spread(s: Spread | None) -> str:
+    return "n/a" if s is None else f"{s.median_us / 1e3:.3f} ±{s.relative:.1%} (n={s.n})"
+
+
 def show(console: Console, d: GpuDiff) -> None:
     """The diff as tables, then its warnings and its paragraph."""
     _sides(console, d)
@@ -136,6 +156,7 @@ def show(console: Console, d: GpuDiff) -> None:
         fam.add_row(r.family, f"{r.a_us / 1e3:.3f}", f"{r.b_us / 1e3:.3f}",
                     f"{r.delta_us / 1e3:+.3f}", _share(r.share), _t(by, 50))  # fmt: skip
     console.print(fam)
+    _steps(console, d)
     top = Table(title="Kernels that moved most (↔: paired by the op that launched them)")
     for col in ("kernel", "family", "launched by (A / B)", "A n", "B n", "delta ms", "share"):
         top.add_column(col, justify="right" if col in ("A n", "B n", "delta ms", "share")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from vllmdiag.cli import profile_render as show
-from vllmdiag.cli.output import JsonOption, human, user_errors
+from vllmdiag.cli.output import JsonOption, human, user_errors, warn_lines
 from vllmdiag.cli.profile_cmd import (
     CaptureOpt,
     RunsRootOpt,
@@ -26,6 +26,8 @@ from vllmdiag.cli.profile_cmd import (
 from vllmdiag.cli.values import path_value
 from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.model.recipe import ProfileWindow
+from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.profile.capture import CaptureSettings, backend
 
 if TYPE_CHECKING:
@@ -49,8 +51,8 @@ def run_cmd(
         None, "--workload", "-w", help="The recipe workload to run (needed when it has several)."
     ),
     capture: list[str] = CaptureOpt,
-    warmup: int = WarmupOpt,
-    steps: int = StepsOpt,
+    warmup: int | None = WarmupOpt,
+    steps: int | None = StepsOpt,
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -87,14 +89,16 @@ def run_cmd(
                 "--resume and --out both name a run directory",
                 hint="--resume DIR continues that run in place; drop --out",
             )
+        rec = load_recipe(recipe)
+        warn_lines(human(as_json), recipe_warnings(rec))
         req = ProfileRequest(
-            recipe=load_recipe(recipe),
+            recipe=rec,
             legs=_split(legs),
             arms=_split(arms),
             leg=on_leg,
             workload=workload,
             backends=tuple(backend(c) for c in capture),
-            settings=CaptureSettings(warmup, steps),
+            settings=window(rec.profile, warmup, steps),
             top=top,
             out=out,
             resume=resume,
@@ -108,6 +112,17 @@ def run_cmd(
         again = ["vllmdiag", "profile", str(recipe), *_sides_args(req), "--resume",
                  str(outcome.run.out)]  # fmt: skip
         finish(outcome, as_json, again)
+
+
+def window(asked: ProfileWindow | None, warmup: int | None, steps: int | None) -> CaptureSettings:
+    """The capture window: the command line's, else the recipe's, else the defaults."""
+    d = CaptureSettings()
+    return CaptureSettings(
+        warmup if warmup is not None else (asked.warmup if asked and asked.warmup is not None
+                                           else d.warmup),
+        steps if steps is not None else (asked.steps if asked and asked.steps is not None
+                                         else d.steps),
+    )  # fmt: skip
 
 
 def _sides_args(req: ProfileRequest) -> list[str]:

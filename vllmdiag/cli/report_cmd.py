@@ -18,6 +18,7 @@ from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, stdout, us
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note
+from vllmdiag.printable import printable
 from vllmdiag.report import Report, ReportRequest, draft_report
 
 
@@ -45,6 +46,15 @@ def report(
             "--profile", metavar="PROFILE_RUN", help="A run directory 'vllmdiag profile' wrote."
         ),
     ] = None,
+    bisect: Annotated[
+        Path | None,
+        typer.Option(
+            "--bisect",
+            metavar="BISECT.json",
+            help="A bisect result: what 'vllmdiag bisect ... --json' printed, or the journal "
+            "of a finished bisection.",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -61,7 +71,7 @@ def report(
     Where it goes and why, a title, and a body in the target's template
     (vLLM's bug form for vLLM). Sections appear where there is evidence:
     the environment, a reproduction that pastes and runs, the root cause,
-    the single-variable evidence, the dependency window, the blast radius,
+    the single-variable evidence, a bisection, the dependency window, the blast radius,
     a profile, search terms. Secrets, credentials in URLs, home paths, user
     and host names are redacted, and the body ends with what was.
     """
@@ -71,7 +81,7 @@ def report(
         def note(event: Note) -> None:
             stderr.print(Text(f"{event.level}: {event.text}", style="yellow"), highlight=False)
 
-        drafted = draft_report(ReportRequest(tuple(runs), window, profile), note)
+        drafted = draft_report(ReportRequest(tuple(runs), window, profile, bisect), note)
         if out is not None:
             _write(out, drafted.body)
         if as_json:
@@ -99,7 +109,7 @@ def _summary(console: Console, drafted: Report, out: Path | None) -> None:
 
 def _write(path: Path, text: str) -> None:
     try:
-        atomic.write_text(path, text)
+        atomic.write_text(path, printable(text))
     except OSError as exc:
         raise VllmdiagError(
             f"cannot write the report: {exc.strerror or exc}",

@@ -23,11 +23,13 @@ from vllmdiag.cli.executor_opts import (
     ExecutorKind,
     ExecutorOption,
     GpusOption,
+    RepeatsOption,
     connected,
+    with_repeats,
 )
 from vllmdiag.cli.forms import FormGroup, ResumeFlagForm
 from vllmdiag.cli.live import LiveView
-from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
+from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells
 from vllmdiag.cli.values import path_value
 from vllmdiag.config import numbers
@@ -48,6 +50,7 @@ from vllmdiag.study import (
     run_study,
     study_plan,
 )
+from vllmdiag.study.dry_run import bench_warnings
 from vllmdiag.study.render import coverage_grid, metric_grid
 
 
@@ -131,6 +134,7 @@ def run_cmd(
         False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."
     ),
     wait: bool = typer.Option(False, "--wait", help="Queue behind a job holding the node lock."),
+    repeats: int | None = RepeatsOption,
     executor: ExecutorKind = ExecutorOption,
     address: str | None = AddressOption,
     gpus: int | None = GpusOption,
@@ -140,7 +144,7 @@ def run_cmd(
     own: a study measures)."""
     console = human(as_json)
     with user_errors():
-        study = load_study(recipe)
+        study = with_repeats(load_study(recipe), repeats)
         filters = Filters(tuple(model), tuple(leg), tuple(workload))
         if dry_run:
             filters.check(study)
@@ -150,6 +154,7 @@ def run_cmd(
                 return
             _print_plan(console, p)
             return
+        warn_lines(console, bench_warnings(study, filters))
         opts = StudyOptions(
             out=out,
             runs_root=runs_root,
@@ -259,6 +264,7 @@ def _print_plan(console: Console, p: StudyPlan) -> None:
         line.append(f"  {' '.join(leg.requirements) or leg.existing or ''}", style="dim")
         console.print(line, soft_wrap=True, highlight=False)
     print_cells(console, p.cells)
+    warn_lines(console, p.warnings)
 
 
 def register(app: typer.Typer) -> None:

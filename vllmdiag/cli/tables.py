@@ -22,6 +22,7 @@ EFFECT_STYLE = {
     "control": "cyan",
     "inert": "magenta",
     "not run": "dim",
+    "not called": "yellow",
 }
 
 
@@ -57,6 +58,14 @@ def verdict_table(verdict: Verdict, workloads: list[str] | tuple[str, ...], titl
     return table
 
 
+def shell_assignment(name: str, value: str) -> str:
+    """``NAME='value'``, safe to paste: a name a shell cannot assign is quoted whole (as
+    ``env`` takes it), never left to run as a command."""
+    if name.isidentifier() and name.isascii():
+        return f"{name}={shlex.quote(value)}"
+    return shlex.quote(f"{name}={value}")
+
+
 def print_cells(console: Console, cells: Sequence[PlannedCell]) -> None:
     """A plan's cells as text a user can paste from: each command on one line, quoted
     with ``shlex.join``, never wrapped or cut (and never parsed as markup)."""
@@ -65,7 +74,7 @@ def print_cells(console: Console, cells: Sequence[PlannedCell]) -> None:
         line = Text(c.id, style="bold")
         line.append(f"  leg {c.leg}", style="dim")
         console.print(line, soft_wrap=True)
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
+        env = " ".join(shell_assignment(k, v) for k, v in c.env.items())
         if env:
             console.print(Text(f"  env: {env}"), soft_wrap=True, highlight=False)
         console.print(Text(f"  $ {shlex.join(c.argv)}"), soft_wrap=True, highlight=False)

@@ -18,8 +18,12 @@ from rich.text import Text
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, user_errors
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.journal import learn_secrets_near
+from vllmdiag.model.hang import HangReport
+from vllmdiag.runner.hang_cause import recorded_hang
 from vllmdiag.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
 from vllmdiag.triage.attribution import group, labelled_logs, with_outcome
+from vllmdiag.triage.blame import blame_text
 
 
 def triage(
@@ -57,6 +61,9 @@ def triage(
         cat = Catalogue.load(catalogue)
         if logs.count(STDIN) > 1:
             raise VllmdiagError("standard input (-) can be read once", hint="give - at most once")
+        for log in logs:
+            if log != STDIN:
+                learn_secrets_near(Path(log))  # a cell's log echoes its secrets
         results, labels = _triage_all(logs, cat, human(as_json))
         out = human(as_json)
         warnings = [
@@ -68,23 +75,29 @@ def triage(
             stderr.print(Text(f"warning: {w}", style="yellow"))
         single = len(logs) == 1 and (logs[0] == STDIN or not Path(logs[0]).is_dir())
         if single:
+            hang = recorded_hang(Path(logs[0])) if logs[0] != STDIN else None
             if as_json:
-                emit_json({**codec.dump(results[0]), "warnings": warnings})
+                emit_json(
+                    {**codec.dump(results[0]), "hang": codec.dump(hang), "warnings": warnings}
+                )
             else:
                 _show_one(out, results[0])
+                if hang is not None:
+                    _show_hang(out, hang, Path(logs[0]).parent)
             return
         attribution = group(results, labels)
         if as_json:
             emit_json({**codec.dump(attribution), "warnings": warnings})
             return
         table = Table(title=f"root causes of {len(results)} logs", title_justify="left")
-        for col in ("#", "root cause", "known", "members", "next step"):
+        for col in ("#", "root cause", "known, whose", "members", "next step"):
             table.add_column(col, overflow="fold")
         for i, g in enumerate(attribution.groups, 1):
+            whose = g.origin + (f" ({g.package})" if g.package and g.origin != "vllm" else "")
             table.add_row(
                 str(i),
                 Text(g.signature),
-                Text(g.known or "-"),
+                Text(f"{g.known or '-'}\n{whose}"),
                 Text("\n".join(g.members)),
                 Text(g.next_step or "-"),
             )
@@ -146,13 +159,24 @@ def _show_one(out: Console, t: LogTriage) -> None:
         )
 
 
+def _show_hang(out: Console, hang: HangReport, cell_dir: Path) -> None:
+    """Where a cell killed at its timeout hung, as its run recorded it."""
+    out.print(f"[bold red]hung[/] {escape(hang.describe())}", highlight=False)
+    if hang.stuck is not None:
+        for f in hang.stuck.frames:
+            out.print(f"  frame      {escape(str(f))}", highlight=False)
+    for p in hang.processes:
+        state = escape(p.note) if p.note else escape(str(cell_dir / p.file))
+        out.print(f"  pid {p.pid:<6} {escape(p.title[:80])}: {state}", highlight=False)
+
+
 def _show_cause(out: Console, rc: RootCause, note: str | None) -> None:
     what = f"{rc.type}: {rc.message}" if rc.type else rc.message
-    origin = rc.origin + (f" ({rc.package})" if rc.package and rc.origin != "vllm" else "")
     rows = [
         ("process", f"{rc.process}, lines {rc.lines[0]}-{rc.lines[1]}"),
         ("evidence", rc.evidence),
-        ("origin", origin),
+        ("origin", blame_text(rc.origin, rc.package, rc.why)),
+        ("raised in", rc.raised_in if rc.raised_in not in (None, rc.package) else None),
         ("signature", rc.signature),
         ("known", rc.known or "- (not in the catalogue)"),
         ("meaning", rc.meaning),

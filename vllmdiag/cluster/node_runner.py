@@ -3,8 +3,10 @@
 It builds the run's legs in the node's own env cache, checks them there, and runs cells
 with :func:`vllmdiag.proc.run` exactly as a local run does: each cell in its own session,
 its log and outputs in the node's scratch directory, a timeout or a cancel ending its
-whole process tree on the node. The head polls it for the log as it grows (in bounded
-chunks) and for the outcome; it never judges a cell (triage, on the head, does).
+whole process tree on the node (a timeout dumps the tree's Python stacks there first, into
+the cell's ``hang/`` directory, which the head copies beside the cell's log). The head
+polls it for the log as it grows (in bounded chunks) and for the outcome; it never
+judges a cell (triage, on the head, does).
 
 If the node's raylet goes away (the node left the cluster), the runner ends every cell
 it is running and exits: a cell there is an ERROR on the head and runs again elsewhere,
@@ -34,6 +36,7 @@ from vllmdiag.hygiene import DoctorReport, doctor
 from vllmdiag.paths import cache_root
 from vllmdiag.plan.workloads import BenchDialect
 from vllmdiag.runner.executor import CellRun, CellTask, LocalExecutor
+from vllmdiag.runner.hangdump import HANG_DIR
 from vllmdiag.runner.vllm_cli import bench_dialect
 
 #: Variables Ray sets for its own workers; a cell sees the node as a local run would.
@@ -180,6 +183,17 @@ class NodeRunner:
                 if path.is_file() and not path.is_symlink():
                     found.append((str(path.relative_to(out)), path.stat().st_size))
         return tuple(sorted(found))
+
+    def hang_files(self, cell_id: str) -> tuple[tuple[str, int], ...]:
+        """The stack dumps of a cell killed at its timeout (its ``hang/`` directory,
+        beside its log on this node): absolute paths and sizes."""
+        hang = self.cells[cell_id].log.parent / HANG_DIR
+        found = []
+        with contextlib.suppress(OSError):
+            for path in sorted(hang.iterdir()):
+                if path.is_file() and not path.is_symlink():
+                    found.append((str(path), path.stat().st_size))
+        return tuple(found)
 
     def read(self, path: str, offset: int, limit: int) -> bytes:
         """Bytes of a file this runner wrote (a leg's log, a cell's output)."""

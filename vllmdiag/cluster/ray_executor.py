@@ -26,6 +26,7 @@ from vllmdiag.cluster.ray_node import CHUNK, RayNode
 from vllmdiag.cluster.wire import LOST, NodeInfo, Poll
 from vllmdiag.errors import ConfigError, ProcessError, RunDirError, VllmdiagError
 from vllmdiag.runner.executor import CellRun, CellTask, NodeLost, Spawned, Tick
+from vllmdiag.runner.hangdump import HANG_DIR
 from vllmdiag.runner.slots import check_gpu_count
 
 INSTALL = "pip install 'vllmdiag[ray]'"
@@ -234,6 +235,11 @@ class RayExecutor:
             if ".." in parts or PurePosixPath(relative).is_absolute():
                 continue
             node.fetch(str(task.cwd / relative), task.collect / Path(*parts))
+        # a timed-out cell's stack dumps: beside its log here, as in a local run
+        for remote, _size in node.call("hang_files", task.cell_id, what=AFTER, interruptible=False):
+            name = PurePosixPath(remote).name
+            if name and name not in (".", ".."):
+                node.fetch(remote, task.log.parent / HANG_DIR / name)
 
     def close(self) -> None:
         ray = self.ray

@@ -38,6 +38,8 @@ class Layout:
     ratios: tuple[tuple[int, str, str, str, bool], ...]  # index, header, new, old, speedup
     extras: tuple[tuple[int, str], ...]
     units: tuple[str, ...]
+    #: ``± <leg>`` columns (a study's spreads): index, leg.
+    spreads: tuple[tuple[int, str], ...] = ()
 
     @property
     def comparable(self) -> bool:
@@ -107,7 +109,28 @@ def layout(raw: RawTable) -> Layout:
             ratios.append((i, text, new, old, speedup))
         else:
             extras.append((i, text))
-    return Layout(model, workload, tuple(legs), tuple(ratios), tuple(extras), tuple(units))
+    spreads = []
+    for i, text in extras:
+        m = _SPREAD_HEAD.match(text)
+        if m and m.group(1) in names:
+            spreads.append((i, m.group(1)))
+    return Layout(
+        model, workload, tuple(legs), tuple(ratios), tuple(extras), tuple(units), tuple(spreads)
+    )
+
+
+_SPREAD_HEAD = re.compile(r"^±\s*(\S+)$")
+_SPREAD = re.compile(r"^(?:±(\d+(?:\.\d+)?)%\s+)?n=(\d+)\b")
+
+
+def spread_of(text: str) -> tuple[float | None, int | None]:
+    """``±21.5% n=2 unstable`` → (0.43, 2): max/min-1 is twice the ±; ``n=1`` → (None, 1);
+    anything else → unknown."""
+    m = _SPREAD.match(clean(text))
+    if not m:
+        return None, None
+    half = m.group(1)
+    return (2 * float(half) / 100 if half is not None else None), int(m.group(2))
 
 
 def direction_of(text: str) -> tuple[Direction | None, str]:
@@ -181,11 +204,15 @@ def build(raw: RawTable, cols: Layout) -> ResultTable:
             )
         seen[key] = line
         measurements = []
+        spread_col = {leg: i for i, leg in cols.spreads}
         for i, leg in cols.legs:
             value, missing = _number(raw, cells[i], leg)
             c = cells[i]
             where = raw.where(c.line, c.col)
-            measurements.append(Measurement(leg, value, missing, where, c.text))
+            spread, n = (
+                spread_of(cells[spread_col[leg]].text) if leg in spread_col else (None, None)
+            )
+            measurements.append(Measurement(leg, value, missing, where, c.text, spread, n))
         printed = []
         for i, header, new, old, speedup in cols.ratios:
             value, _ = _number(raw, cells[i], header)

@@ -41,13 +41,18 @@ class Number:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One leg's value in one row, or why there is none (``missing``)."""
+    """One leg's value in one row, or why there is none (``missing``). ``spread``
+    (max/min-1) and ``n``: how far the measurements pooled into the value disagree and
+    how many there were, where the side says (a study's ``± <leg>`` column); None
+    where it does not (a published table)."""
 
     leg: str
     value: Number | None
     missing: str | None
     where: str
     text: str = ""
+    spread: float | None = None
+    n: int | None = None
 
 
 @dataclass(frozen=True)

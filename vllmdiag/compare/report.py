@@ -31,6 +31,9 @@ class RowView:
     borderline: bool
     a_missing: str | None = None
     b_missing: str | None = None
+    #: Each side's measured noise band for the pair, where it has one.
+    a_band: float | None = None
+    b_band: float | None = None
 
     @classmethod
     def of(cls, r: Compared) -> RowView:
@@ -46,6 +49,8 @@ class RowView:
             r.borderline,
             r.a.missing or None,
             r.b.missing or None,
+            _r(r.a.band),
+            _r(r.b.band),
         )
 
 
@@ -179,7 +184,8 @@ def to_markdown(c: Comparison) -> str:
         f"- {c.direction} is better ({_md(c.direction_text())}); speedups NEW/OLD "
         "above 1 mean NEW is better",
         f"- does not transfer: the two speedups differ by more than {s.factor:g}x; agreement: "
-        f"both beyond ±{s.noise:.0%} and within {s.agree:.0%} of each other",
+        f"both beyond ±{s.noise:.0%} (or the side's own measured spread, where it has one) "
+        f"and within {s.agree:.0%} of each other",
         "",
         f"## Speedups that differ by more than {s.factor:g}x",
         "",

@@ -31,6 +31,9 @@ class ResultPoint:
     value: float | None
     missing: str | None = None
     where: str = ""
+    #: max/min-1 over the measurements pooled into ``value``, and how many (None: unknown).
+    spread: float | None = None
+    n: int | None = None
 
 
 def table_from_results(
@@ -81,7 +84,9 @@ def table_from_results(
             elif got.value is None:
                 measurements.append(Measurement(leg, None, got.missing or MISSING, got.where))
             else:
-                measurements.append(Measurement(leg, Number(got.value), None, got.where))
+                measurements.append(
+                    Measurement(leg, Number(got.value), None, got.where, spread=got.spread, n=got.n)
+                )
         first = next(iter(by_leg.values()))
         rows.append(Row(model, workload, tuple(measurements), (), (), first.where or source))
     return ResultTable(

@@ -10,6 +10,12 @@ transfer). An *agreement* is a row that moved beyond the noise band on both side
 allows) and lands within ``agree`` of itself (``factor - 1 <= agree``): the same change
 on two machines is a property of the version, not of the hardware. A row whose
 printed rounding allows a factor on either side of ``settings.factor`` is *borderline*.
+
+Where a side says how far its values' own measurements disagree (a study directory, or
+a study's table with its ``± <leg>`` columns), that side's band is the larger of
+``noise`` and the spread of the pair's two values (max/min-1; doubled with two
+measurements a value, as in :mod:`vllmdiag.model.noise`): a change inside a side's own
+noise never counts as having moved there.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 
 from vllmdiag.compare.columns import leg_aliases
 from vllmdiag.compare.crosscheck import Note, cross_check, ratio_bounds
-from vllmdiag.compare.model import Direction, ResultTable, Row, label
+from vllmdiag.compare.model import Direction, Measurement, ResultTable, Row, label
 from vllmdiag.errors import VllmdiagError
 
 
@@ -67,6 +73,8 @@ class Ratio:
     high: float | None = None
     missing: str | None = None
     missing_leg: str | None = None
+    #: The side's noise band for this pair (None: the settings' ``noise``).
+    band: float | None = None
 
 
 @dataclass(frozen=True)
@@ -200,13 +208,25 @@ def speedup(row: Row, pair: Pair, direction: Direction) -> Ratio:
     assert new is not None and old is not None
     got = ratio_bounds(new, old, False, direction)
     assert got is not None
-    return Ratio(*got)
+    return Ratio(*got, band=measured_band(new, old))
+
+
+def measured_band(new: Measurement, old: Measurement) -> float | None:
+    """The larger spread of the two values (doubled when either rests on two
+    measurements); None where neither side's spread is known."""
+    spreads = [m.spread for m in (new, old) if m.spread is not None]
+    if not spreads:
+        return None
+    counts = [m.n for m in (new, old) if m.n is not None]
+    return max(spreads) * (2 if counts and min(counts) == 2 else 1)
 
 
 def _moved(r: Ratio, noise: float) -> bool:
-    """Beyond the noise band for every value the rounding allows."""
+    """Beyond the noise band (the side's measured one, if wider) for every value the
+    rounding allows."""
     assert r.low is not None and r.high is not None
-    return r.low >= 1 + noise or r.high <= 1 - noise
+    band = max(noise, r.band or 0.0)
+    return r.low >= 1 + band or r.high <= 1 - band
 
 
 def judge(model: str, workload: str, pair: Pair, a: Ratio, b: Ratio, s: Settings) -> Compared:
@@ -274,6 +294,8 @@ def _extras(
             continue
         other = dict(rb.extras)
         for name, value in ra.extras:
+            if _measured(name):
+                continue  # how a value was measured differs by nature; not context
             if name in other and other[name] != value:
                 notes.append(
                     Note(
@@ -284,3 +306,8 @@ def _extras(
                     )
                 )
     return notes
+
+
+def _measured(column: str) -> bool:
+    """A study's own columns about its measurements: spreads, calls, notes."""
+    return column.startswith("± ") or column.endswith(" call") or column == "notes"

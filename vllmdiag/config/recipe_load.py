@@ -10,13 +10,13 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from vllmdiag import redact
+from vllmdiag import codec, redact
 from vllmdiag.config.arms_lib import ArmLibrary, load_arm_library
 from vllmdiag.config.source import did_you_mean, probe
 from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm
-from vllmdiag.model.recipe import Recipe, check_name
+from vllmdiag.model.recipe import TIMING_REPEATS, Recipe, check_name
 from vllmdiag.paths import data_dir
 
 
@@ -67,6 +67,9 @@ def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
     _check_leg_refs(located, data)
     data["source"] = path.resolve()
     recipe: Recipe = validate(Recipe, located, data)
+    if "repeats" not in data and recipe.is_metric_matrix:
+        # Timing is the question: one pass cannot tell a difference from noise.
+        recipe = recipe.model_copy(update={"repeats": TIMING_REPEATS})
     redact.remember(recipe_secrets(recipe))
     return recipe
 
@@ -80,6 +83,7 @@ def recipe_secrets(recipe: Recipe) -> list[str]:
     for leg in recipe.legs.values():
         for url in (leg.index_url, *leg.extra_index_urls):
             found += redact.url_secrets(url or "")
+    found += flag_values(codec.dump(recipe))
     return found
 
 
@@ -108,6 +112,23 @@ def _check_leg_refs(located: Located, data: dict[str, Any]) -> None:
                 if close
                 else f"the legs are: {', '.join(map(str, legs))}",
             )
+
+
+def flag_values(obj: Any) -> list[str]:
+    """Values of secret-looking flags anywhere in the recipe (arm flags, workload commands
+    and arguments), each list of words read as one command line."""
+    if isinstance(obj, str):
+        return redact.flag_secrets([obj])
+    if isinstance(obj, dict):
+        name, value = obj.get("name"), obj.get("value")
+        if set(obj) == {"name", "value"} and isinstance(name, str) and isinstance(value, str):
+            return redact.flag_secrets([name, value])  # an arm's flag
+        return [v for item in obj.values() for v in flag_values(item)]
+    if isinstance(obj, (list, tuple)):
+        if all(isinstance(x, str) for x in obj):
+            return redact.flag_secrets(obj)
+        return [v for item in obj for v in flag_values(item)]
+    return []
 
 
 def _list(located: Located, data: dict[str, Any], key: str) -> list[Any]:

@@ -22,7 +22,7 @@ from vllmdiag import atomic, codec, probes, proc, redact
 from vllmdiag.envs.gpu import gpu_info
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.envs.uvtool import append_log, index_environ, resolver_message, uv, uv_run
-from vllmdiag.envs.verify import damage, freeze_versions, pin_problems, read_marker
+from vllmdiag.envs.verify import Damage, damage, freeze_versions, inspect, pin_problems, read_marker
 from vllmdiag.errors import EnvError, PinNotHeld, ProcessError
 from vllmdiag.events import Observer, ignore
 from vllmdiag.locks import file_lock
@@ -104,6 +104,14 @@ class EnvCache:
     def __init__(self, root: Path | None = None) -> None:
         self.root = (root or cache_root()) / "envs"
 
+    def verified_for(self, spec: LegSpec) -> Path:
+        """Where the identities of the leg's files whose content was verified are kept
+        (outside the env: an existing environment is never written to)."""
+        if spec.existing is not None:
+            name = hashlib.sha256(str(_existing_prefix(spec.existing)).encode()).hexdigest()[:16]
+            return self.root.parent / "verified" / f"existing-{name}.json"
+        return self.root.parent / "verified" / f"{spec.key()}.json"
+
     def path_for(self, spec: LegSpec) -> Path:
         if spec.existing is not None:
             return _existing_prefix(spec.existing)
@@ -130,27 +138,27 @@ class EnvCache:
             if reused is not None:
                 notify(EnvEvent(spec.name, EnvState.REUSED, str(path)))
                 return reused
-            if why:
-                notify(EnvEvent(spec.name, EnvState.DAMAGED, f"{why}: rebuilding"))
+            if why.text:
+                notify(EnvEvent(spec.name, EnvState.DAMAGED, f"{why.text}: rebuilding"))
             notify(EnvEvent(spec.name, EnvState.BUILDING, " ".join(spec.requirements)))
             try:
-                env = self._build(spec, path, log)
+                env = self._build(spec, path, log, refresh=why.dists)
             except EnvError as exc:
                 notify(EnvEvent(spec.name, EnvState.FAILED, exc.message))
                 raise
             notify(EnvEvent(spec.name, EnvState.READY, f"{env.build_s:.1f}s"))
             return env
 
-    def _reuse(self, spec: LegSpec, path: Path) -> tuple[Env | None, str]:
+    def _reuse(self, spec: LegSpec, path: Path) -> tuple[Env | None, Damage]:
         """The cached env if it proves itself, else None and why not ("" if not built)."""
         data, why = read_marker(path / MARKER, schema=MARKER_SCHEMA, key=spec.key())
         if data is None:
-            return None, why
+            return None, Damage(why)
         python = Path(data["python"])
         if not _healthy(python):
-            return None, "its python does not start"
-        broken = damage(python, spec.requirements)
-        if broken:
+            return None, Damage("its python does not start")
+        broken = inspect(python, spec.requirements, self.verified_for(spec))
+        if broken.text:
             return None, broken
         env = Env(
             spec=spec,
@@ -162,9 +170,35 @@ class EnvCache:
             reused=True,
             gpu=gpu_info(),
         )
-        return env, ""
+        return env, Damage()
 
-    def _build(self, spec: LegSpec, path: Path, log: Path | None) -> Env:
+    def _build(
+        self, spec: LegSpec, path: Path, log: Path | None, refresh: tuple[str, ...] = ()
+    ) -> Env:
+        """Build the leg: files copied out of uv's cache, never hardlinked (an edit of a
+        leg's file would change the cache and every leg that shares it), then verified
+        against RECORD. ``refresh``: distributions found damaged, fetched again (uv's cache
+        may hold the damaged file); one rebuild so, if the first is damaged too."""
+        env = self._build_once(spec, path, log, refresh)
+        broken = inspect(env.python, spec.requirements, self.verified_for(spec))
+        if broken.text and not refresh:
+            env = self._build_once(spec, path, log, broken.dists)
+            broken = inspect(env.python, spec.requirements, self.verified_for(spec))
+        if broken.text:
+            shutil.rmtree(path, ignore_errors=True)
+            raise EnvError(
+                f"the new environment is damaged: {broken.text}",
+                where=f"leg {spec.name}",
+                hint="uv's cache holds a damaged copy: 'uv cache clean "
+                + " ".join(broken.dists)
+                + "', then run again",
+            )
+        self._seal(spec, path, env)
+        return env
+
+    def _build_once(
+        self, spec: LegSpec, path: Path, log: Path | None, refresh: tuple[str, ...]
+    ) -> Env:
         start = time.monotonic()
         if path.exists():
             shutil.rmtree(path)
@@ -186,7 +220,9 @@ class EnvCache:
                 hint="install that Python on this machine (uv does not download one here) "
                 "or set the leg's 'python' to one that exists",
             ) from None
-        args: list[str | Path] = ["pip", "install", "--python", python]
+        args: list[str | Path] = ["pip", "install", "--python", python, "--link-mode", "copy"]
+        for name in refresh:
+            args += ["--refresh-package", name]
         if spec.exclude_newer:
             args += ["--exclude-newer", spec.exclude_newer]
         args += list(spec.requirements)
@@ -205,14 +241,16 @@ class EnvCache:
                 )
         if not _healthy(python):
             raise EnvError("the new environment's python does not start", where=where)
-        env = self._describe(spec, path, python, reused=False, build_s=time.monotonic() - start)
+        return self._describe(spec, path, python, reused=False, build_s=time.monotonic() - start)
+
+    def _seal(self, spec: LegSpec, path: Path, env: Env) -> None:
+        """Check the pins and write the marker: last, once the leg passed every check."""
         check_pins(env)
         record = codec.dump(env.record())
         atomic.write_json(
             path / MARKER,
             redact.data({**record, "schema": MARKER_SCHEMA, "key": spec.key(), "created": _now()}),
         )
-        return env
 
     def _adopt(self, spec: LegSpec) -> Env:
         assert spec.existing is not None
@@ -225,7 +263,7 @@ class EnvCache:
             )
         env = self._describe(spec, _existing_prefix(spec.existing), python, reused=True)
         check_pins(env)
-        broken = damage(python, spec.requirements)
+        broken = damage(python, spec.requirements, self.verified_for(spec))
         if broken:
             raise EnvError(
                 f"the environment is damaged: {broken}",

@@ -9,13 +9,17 @@ a cleaner run over the cache): reusing it would make a pin cell fail with
 requirement of the leg, and every installed distribution it depends on (the code of
 ``nvidia-cutlass-dsl`` is in a dependency), is checked file by file against its RECORD,
 in the env's own python (``probes/installed.py``: one stat per file, about 20 µs each;
-see docs/perf-hardening.md).
+see docs/perf-hardening.md). A file that is there but truncated or overwritten would
+fail the cell with an error that is the leg's, not the change's: its content is checked
+against RECORD's size and SHA-256, hashing each file once while its (device, inode,
+size, mtime) stays the same.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,25 +64,51 @@ def requirement_names(requirements: Iterable[str]) -> list[str]:
     return sorted({parse_requirement(r).name for r in requirements})
 
 
-def damage(python: Path, requirements: Iterable[str]) -> str:
-    """Why the env's requirements are not installed whole ("" when they are)."""
+@dataclass(frozen=True)
+class Damage:
+    """What of an env's requirements is not installed whole: ``text`` says it ("" when
+    all is), ``dists`` names the distributions with missing or altered files (for uv's
+    ``--refresh-package``: its cache may hold the same damaged file)."""
+
+    text: str = ""
+    dists: tuple[str, ...] = ()
+
+
+def inspect(python: Path, requirements: Iterable[str], verified: Path | None = None) -> Damage:
+    """Check the env's requirements and their dependencies file by file: present, and of
+    the size and SHA-256 their RECORD gives (``verified``: where the identities of files
+    already hashed are kept, so each file is read once while it stays the same)."""
     names = requirement_names(requirements)
     if not names:
-        return ""
+        return Damage()
+    cache = ["--verified", str(verified)] if verified is not None else []
     done = proc.run(
-        [str(python), str(probes.script("installed")), *names], capture=True, timeout=120
+        [str(python), str(probes.script("installed")), *cache, *names], capture=True, timeout=1800
     )
     if not done.ok:
-        return f"its python cannot check what is installed ({(done.stderr or done.stdout)[-300:]})"
+        why = (done.stderr or done.stdout)[-300:]
+        return Damage(f"its python cannot check what is installed ({why})")
     try:
         report = json.loads(done.stdout)
     except ValueError:
-        return f"the install check printed no JSON ({done.stdout[-300:]!r})"
+        return Damage(f"the install check printed no JSON ({done.stdout[-300:]!r})")
     problems = [f"{name} is not installed" for name in report.get("missing", [])]
+    dists = []
     for name, info in sorted(report.get("damaged", {}).items()):
         examples = ", ".join(info.get("examples", []))
-        problems.append(f"{name} lacks {info.get('missing_files')} file(s) (e.g. {examples})")
-    return "; ".join(problems)
+        parts = []
+        if info.get("missing_files"):
+            parts.append(f"lacks {info['missing_files']} file(s)")
+        if info.get("changed_files"):
+            parts.append(f"has {info['changed_files']} file(s) whose content is not its RECORD's")
+        problems.append(f"{name} {' and '.join(parts) or 'is damaged'} (e.g. {examples})")
+        dists.append(str(info.get("dist") or name))
+    return Damage("; ".join(problems), tuple(dists))
+
+
+def damage(python: Path, requirements: Iterable[str], verified: Path | None = None) -> str:
+    """Why the env's requirements are not installed whole ("" when they are)."""
+    return inspect(python, requirements, verified).text
 
 
 def pin_problems(requirements: Iterable[str], installed: Mapping[str, str]) -> list[str]:

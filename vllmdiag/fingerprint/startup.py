@@ -26,6 +26,13 @@ from vllmdiag.triage.lines import strip_ansi
 #: Written by the cell runner as the first line of a cell's log.
 HEADER = "# vllmdiag: cell started"
 HEADER_RE = re.compile(r"^# vllmdiag: cell started (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)")
+#: Written by the cell runner when it kills a cell at its timeout.
+TIMEOUT_LINE = "# vllmdiag: cell timed out"
+TIMEOUT_RE = re.compile(
+    r"^# vllmdiag: cell timed out (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?) local time"
+    r"(?: after (?P<timeout>[\d.]+) s)?(?:; log silent (?P<silent>[\d.]+) s)?"
+)
+_TOOK_RE = re.compile(r"took ([\d.]+) ?s(?:econds)?\b")
 
 #: vLLM's logger prefix (level, MM-DD HH:MM:SS), after an optional process tag.
 STAMP_RE = re.compile(
@@ -109,6 +116,9 @@ class TimelineBuilder:
         self.first_log: datetime | None = None
         self.stamps: dict[str, datetime] = {}
         self.reported_init_s: float | None = None
+        self.took: dict[str, float] = {}
+        self.killed: datetime | None = None
+        self.silent_s: float | None = None
         self._year: int | None = None
         self._last: datetime | None = None
 
@@ -117,6 +127,11 @@ class TimelineBuilder:
         if m and self.process_start is None:
             self.process_start = datetime.fromisoformat(m.group(1))
             self._year = self.process_start.year
+            return
+        k = TIMEOUT_RE.match(raw)
+        if k:
+            self.killed = datetime.fromisoformat(k.group(1)).replace(microsecond=0)
+            self.silent_s = float(k.group("silent")) if k.group("silent") else None
 
     def line(self, raw: str) -> None:
         if raw.startswith("#"):
@@ -134,6 +149,9 @@ class TimelineBuilder:
         for ms in MILESTONES:
             if ms.pattern.search(text) and (not ms.first or ms.key not in self.stamps):
                 self.stamps[ms.key] = when
+                took = _TOOK_RE.search(text)
+                if took:
+                    self.took[ms.key] = float(took.group(1))
                 if ms.key == "ready":
                     took = re.search(r"took ([\d.]+) s", text)
                     if took:
@@ -165,18 +183,27 @@ class TimelineBuilder:
             if ms.key in self.stamps:
                 points.append((ms.key, ms.phase, self.stamps[ms.key]))
         points.sort(key=lambda p: p[2])
+        ready = "ready" in self.stamps
+        killed = self.killed is not None and not ready and self.killed >= points[-1][2]
+        if killed and self.killed is not None:
+            last = next((ms.phase for ms in MILESTONES if ms.key == points[-1][0]), None)
+            wait = f"after {last}: until the kill" if last else "until the kill"
+            points.append(("killed", wait, self.killed))
         phases = []
         for (a_key, _, a_when), (b_key, name, b_when) in pairwise(points):
             if a_key == "process_start" and b_key != "first_log":
                 name = "imports (before vLLM's first log line)"
-            phases.append(Phase(name, a_key, b_key, (b_when - a_when).total_seconds()))
+            seconds = (b_when - a_when).total_seconds()
+            phases.append(Phase(name, a_key, b_key, seconds, self.took.get(b_key)))
         total = (points[-1][2] - points[0][2]).total_seconds()
         return StartupTimeline(
             tuple(phases),
             total,
-            "ready" in self.stamps,
+            ready,
             self.process_start is not None,
             self.reported_init_s,
+            killed=killed,
+            silent_s=self.silent_s if killed else None,
         )
 
 

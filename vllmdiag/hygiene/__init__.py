@@ -1,8 +1,16 @@
 """Leg hygiene: what in a leg or on the node can change vLLM behind a recipe's back
 (plugins, a foreign ``vllm`` script, mismatched flashinfer wheels, other GPU processes,
-the DEBUG-logging hazard)."""
+the DEBUG-logging hazard, installed versions that break what vLLM, torch or flashinfer
+declare they require, a ``path:`` leg that cannot be used)."""
 
-from vllmdiag.hygiene.doctor import doctor, known_env_vars, probe, require_clean
+from vllmdiag.hygiene.doctor import (
+    doctor,
+    failed_leg,
+    known_env_vars,
+    probe,
+    require_clean,
+    requires,
+)
 from vllmdiag.hygiene.model import CONTAMINATED, OK, SKIPPED, WARNING, DoctorReport, Finding
 
 __all__ = [
@@ -13,7 +21,9 @@ __all__ = [
     "DoctorReport",
     "Finding",
     "doctor",
+    "failed_leg",
     "known_env_vars",
     "probe",
     "require_clean",
+    "requires",
 ]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -182,3 +182,44 @@ def known_vars(probe: Mapping[str, Any]) -> list[Finding]:
             )
         ]
     return [Finding(OK, "env-vars", f"this vLLM knows {len(known)} environment variables")]
+
+
+def leftover_cells(
+    left: Sequence[tuple[int, str]],
+    running: Sequence[tuple[int, str]],
+    lock_holder: str | None,
+) -> list[Finding]:
+    """Tagged cell processes of this node, as (pid, cell): ``left`` by a vllmdiag that is
+    gone (an earlier, killed run: an engine among them holds GPU memory), ``running``
+    under a vllmdiag job that still runs (``lock_holder``: the node lock's holder)."""
+    out = []
+    if left:
+        out.append(
+            Finding(
+                CONTAMINATED,
+                "leftover-cells",
+                f"{len(left)} process(es) an earlier, killed vllmdiag run left running: "
+                + _listed(left),
+                hint="the next matrix (or any job that takes the node lock) ends them; or "
+                "end them now: kill " + " ".join(str(pid) for pid, _ in left),
+            )
+        )
+    if running or lock_holder is not None:
+        job = f"a vllmdiag job (pid {lock_holder}) holds the node lock" if lock_holder else ""
+        cells = f"{len(running)} cell process(es) of a running job: {_listed(running)}"
+        out.append(
+            Finding(
+                WARNING,
+                "running-job",
+                "; ".join(x for x in (job, cells if running else "") if x),
+                hint="its numbers and yours would mix: wait for it to finish",
+            )
+        )
+    if not left:
+        out.append(Finding(OK, "leftover-cells", "no vllmdiag cell process left running"))
+    return out
+
+
+def _listed(pids: Sequence[tuple[int, str]]) -> str:
+    shown = ", ".join(f"pid {pid} (cell {cell})" for pid, cell in pids[:12])
+    return shown + (f" and {len(pids) - 12} more" if len(pids) > 12 else "")

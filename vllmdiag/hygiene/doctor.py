@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vllmdiag import probes, proc
+from vllmdiag import probes, proc, stray
 from vllmdiag.envs import Env
-from vllmdiag.errors import EnvError, ProcessError
-from vllmdiag.hygiene import checks
-from vllmdiag.hygiene.model import SKIPPED, DoctorReport, Finding
+from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
+from vllmdiag.hygiene import checks, declared
+from vllmdiag.hygiene.model import SKIPPED, WARNING, DoctorReport, Finding
+from vllmdiag.locks import holder_if_held
+from vllmdiag.paths import node_lock_path
 
 _PROBES: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -35,6 +37,50 @@ def probe(env: Env) -> dict[str, Any]:
                 f"the plugins probe printed no JSON in leg {env.spec.name}: {out[-300:]!r}"
             ) from exc
     return _PROBES[key]
+
+
+#: Names the distributions whose declared requirements a leg is checked against
+#: (comma-separated; default :data:`declared.RELEASES`), e.g. to add a framework's pins.
+DECLARED_VAR = "VLLMDIAG_DECLARED"
+
+
+def releases_checked() -> tuple[str, ...]:
+    named = [n.strip() for n in os.environ.get(DECLARED_VAR, "").split(",") if n.strip()]
+    return tuple(named) or declared.RELEASES
+
+
+def failed_leg(leg: str, path: str, error: VllmdiagError) -> DoctorReport:
+    """A ``path:`` leg that could not be used, as a report: one finding saying why."""
+    return DoctorReport(
+        leg=leg,
+        path=path,
+        findings=(
+            Finding(
+                WARNING,
+                "leg-failed",
+                f"the path: leg could not be used, so none of its cells ran: {error.message}",
+                hint=error.hint or "check that the path is a Python environment on this node",
+            ),
+        ),
+    )
+
+
+def requires(env: Env, releases: Sequence[str] | None = None) -> dict[str, Any]:
+    """What ``releases`` declare they need in ``env``, and what of it is installed there
+    (the ``requires`` probe, run in the leg's own python)."""
+    out = proc.check_output(
+        [str(env.python), str(probes.script("requires")), *(releases or releases_checked())],
+        env=proc.clean_environ(),
+        timeout=120,
+        what=f"requirements probe in leg {env.spec.name}",
+    )
+    try:
+        data: dict[str, Any] = json.loads(out)
+    except ValueError as exc:
+        raise ProcessError(
+            f"the requirements probe printed no JSON in leg {env.spec.name}: {out[-300:]!r}"
+        ) from exc
+    return data
 
 
 def known_env_vars(env: Env) -> frozenset[str] | None:
@@ -69,12 +115,14 @@ def doctor(
         *checks.flashinfer(info),
         *checks.known_vars(info),
         *checks.logging_hazard(run_env or {}),
+        *declared.declared(requires(env)),
     ]
     if check_gpu:
         apps, why = compute_apps()
         findings += checks.gpu_processes(apps, own_pids=(os.getpid(),), error=why)
     else:
         findings.append(Finding(SKIPPED, "gpu-processes", "other GPU processes: not checked"))
+    findings += leftover_cells()
     known = info.get("known_env_vars")
     return DoctorReport(
         leg=env.spec.name,
@@ -83,6 +131,18 @@ def doctor(
         vllm=info.get("vllm"),
         known_env_vars=len(known) if known is not None else None,
     )
+
+
+def leftover_cells() -> list[Finding]:
+    """Cell processes of this node that no running job owns (none while this process holds
+    the node lock: it ended them when it took the lock, and those left are its own)."""
+    holder = holder_if_held(node_lock_path())
+    if holder == str(os.getpid()):
+        return []
+    found = stray.strays()
+    left = [(s.pid, s.cell or s.tag) for s in found if not s.owned]
+    running = [(s.pid, s.cell or s.tag) for s in found if s.owned]
+    return checks.leftover_cells(left, running, holder)
 
 
 def require_clean(report: DoctorReport, *, allow_contaminated: bool = False) -> None:

@@ -76,7 +76,7 @@ def run_matrix(
 ) -> MatrixReport:
     """Run ``recipe`` to its verdict (see the module's docstring)."""
     plan(recipe, options.cache)  # validates every command before anything runs
-    with measuring(wait=options.wait, observer=observer) as stop:
+    with measuring(wait=options.wait, observer=observer, grace_s=options.grace_s) as stop:
         # Timing needs the node to itself; pass/fail cells share it on disjoint GPUs.
         run_options = replace(options.run_options(), exclusive=recipe.is_metric_matrix)
         ran = run_cells(recipe, expand(recipe), run_options, observer)

@@ -9,6 +9,7 @@ calls it single-variable.
 from __future__ import annotations
 
 import difflib
+import re
 import shlex
 from enum import Enum
 
@@ -200,11 +201,19 @@ def coerce_env(v: object) -> object:
     return v
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
 def check_env_item(key: str, value: str) -> None:
     if not key:
         raise ValueError("an environment variable needs a name")
     if "=" in key:
         raise ValueError(f"{key!r} is not a variable name: it contains '=' (write {{NAME: value}})")
+    if not _ENV_NAME.match(key):
+        raise ValueError(
+            f"{key!r} is not a variable name: use letters, digits and '_', not starting "
+            "with a digit (a name a shell can set, so the printed command pastes safely)"
+        )
     if "\x00" in key or "\x00" in value:
         raise ValueError(f"{key!r}: an environment variable cannot hold a NUL character")
 

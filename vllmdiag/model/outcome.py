@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from vllmdiag.model.fingerprint import Fingerprint
+from vllmdiag.model.hang import HangReport
 
 
 class Outcome(str, Enum):
@@ -29,11 +30,16 @@ class Outcome(str, Enum):
 class CauseSummary:
     """A failing cell's root cause, as triage read it from the cell's log.
 
-    ``origin`` says whose failure it is: ``tool`` (vllmdiag's own code: the cell is an
-    ERROR, never a verdict), ``vllm``, ``dependency`` (``package`` names it), ``user`` or
-    ``unknown``. ``evidence``: ``traceback``, ``exception-line``, ``death-line`` or
-    ``wrapper-message``. With no root cause in the log, ``type`` is None and ``message``
-    says why; a reader that broke on the log leaves ``reader_error``.
+    ``origin`` says whose fault it is, who must act: ``vllm``, ``dependency``
+    (``package`` names it), ``caller`` (``package`` names the framework, none for a
+    script), ``config`` (the user's settings), ``environment`` (the machine), ``tool``
+    (vllmdiag's own code: the cell is an ERROR, never a verdict) or ``unknown``; ``why``
+    says why in one line; ``raised_in`` is where it was raised (a package, ``script``).
+    ``evidence``: ``traceback``, ``exception-line``, ``death-line``,
+    ``wrapper-message``, or, for a cell killed at its timeout with no exception in view,
+    ``hang-dump`` (its stacks were dumped) or ``timeout`` (they could not be). With no
+    root cause in the log, ``type`` is None and ``message`` says why; a reader that broke
+    on the log leaves ``reader_error``.
     """
 
     type: str | None = None
@@ -45,6 +51,8 @@ class CauseSummary:
     advice: str | None = None
     origin: str = "unknown"
     package: str | None = None
+    why: str | None = None
+    raised_in: str | None = None
     evidence: str | None = None
     frames: tuple[str, ...] = ()
     lines: tuple[int, int] | None = None
@@ -87,5 +95,9 @@ class CellResult:
     log: str = ""
     #: What vllmdiag could not read about the cell (a reader that broke on its log).
     notes: tuple[str, ...] = ()
+    #: What makes its figures weak though it ran as asked (a timed region too short).
+    warnings: tuple[str, ...] = ()
     #: The node that ran it, in a run across nodes ("" on this machine alone).
     node: str = ""
+    #: Where a cell killed at its timeout hung (its processes' stacks, its log's silence).
+    hang: HangReport | None = None

@@ -218,6 +218,14 @@ class WorkloadConfig(Strict):
         return self
 
 
+class ProfileWindow(Strict):
+    """``vllmdiag profile``'s capture window: steps run before it (not captured) and
+    steps captured; unset: the tool's defaults. ``--warmup`` / ``--steps`` win."""
+
+    warmup: int | None = Field(default=None, ge=0, le=100_000)
+    steps: int | None = Field(default=None, ge=1, le=100_000)
+
+
 class Baseline(Strict):
     leg: str
     env: dict[str, str] = Field(default_factory=dict)
@@ -225,6 +233,11 @@ class Baseline(Strict):
 
     _flags = field_validator("flags", mode="before")(classmethod(lambda cls, v: coerce_flags(v)))
     _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
+
+
+#: Repeats of a metric matrix or a study whose recipe does not say: enough to measure
+#: the run's own noise (see :mod:`vllmdiag.model.noise`).
+TIMING_REPEATS = 3
 
 
 class Recipe(Strict):
@@ -237,12 +250,17 @@ class Recipe(Strict):
     workloads: dict[str, WorkloadConfig]
     arms: tuple[Arm, ...] = ()
     controls: tuple[Arm, ...] = ()
+    #: Loading a metric matrix without ``repeats`` gives it :data:`TIMING_REPEATS`.
     repeats: int = Field(default=1, ge=1, le=100)
+    #: Measure the baseline again before each arm after the first, to catch drift.
+    baseline_between_arms: bool = False
     timeout: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False)
     metrics: tuple[MetricSpec, ...] = ()
     target: str | None = None
     #: GPUs each cell takes where its workload does not say (see WorkloadConfig.gpus).
     gpus: int | None = Field(default=None, ge=0, le=4096)
+    #: The capture window of ``vllmdiag profile`` on this recipe.
+    profile: ProfileWindow | None = None
     source: Path | None = None
 
     _counts = field_validator("repeats", "timeout", "gpus", mode="before")(

@@ -45,12 +45,14 @@ class WorkloadShape:
 @dataclass(frozen=True)
 class ShapeAsked:
     """What the recipe asked: per-prompt lengths and the prompt count; ``range_ratio`` is
-    the random dataset's ``--random-range-ratio`` (0: every prompt exactly that long)."""
+    the random dataset's ``--random-range-ratio`` (0: every prompt exactly that long),
+    ``output_ratio`` its output part where vLLM was given one apart (None: the same)."""
 
     num_prompts: int | None = None
     input_len: int | None = None
     output_len: int | None = None
     range_ratio: float = 0.0
+    output_ratio: float | None = None
 
 
 def shape_problem(asked: ShapeAsked, got: WorkloadShape) -> str | None:
@@ -64,13 +66,14 @@ def shape_problem(asked: ShapeAsked, got: WorkloadShape) -> str | None:
     ):
         problems.append(f"{got.num_prompts:,} prompts where {asked.num_prompts:,} were asked")
     if n:
-        for what, per, total, stated in (
-            ("prompt", asked.input_len, got.prompt_tokens, got.stated_mismatch),
-            ("output", asked.output_len, got.output_tokens, 0),
+        out_ratio = asked.range_ratio if asked.output_ratio is None else asked.output_ratio
+        for what, per, total, stated, ratio in (
+            ("prompt", asked.input_len, got.prompt_tokens, got.stated_mismatch, asked.range_ratio),
+            ("output", asked.output_len, got.output_tokens, 0, out_ratio),
         ):
             if per is None or total is None:
                 continue
-            lo, hi = _bounds(n, per, asked.range_ratio, stated)
+            lo, hi = _bounds(n, per, ratio, stated)
             if not lo <= total <= hi:
                 problems.append(
                     f"{total:,} {what} tokens ({total / n:,.0f} per prompt) where "

@@ -3,6 +3,7 @@ compares (the seeds: "a comparison of three whole runtime stacks"). Pure values.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -89,3 +90,29 @@ class EnvRecord:
     freeze: tuple[str, ...] = ()
     reused: bool = False
     build_s: float = 0.0
+
+
+_LOCAL_CUDA = re.compile(r"\+cu(?P<digits>\d{3,})\b")
+_RUNTIME = re.compile(r"^nvidia-cuda-runtime(?:-cu\d+)?$")
+
+
+def cuda_build(
+    torch: str | None, torch_cuda: str | None, freeze: Mapping[str, str] | None = None
+) -> str:
+    """The CUDA torch was built with: as the stack probe recorded it, else from torch's
+    local version (``2.11.0+cu130`` → ``13.0``), else from the CUDA runtime wheel torch
+    pulled in (``nvidia-cuda-runtime 13.0.96`` → ``13.0 (from nvidia-cuda-runtime)``);
+    ``None`` only when none of them says (a CPU build)."""
+    if torch_cuda:
+        return torch_cuda
+    if not torch:
+        return "N/A"
+    m = _LOCAL_CUDA.search(torch)
+    if m:
+        digits = m["digits"]
+        return f"{digits[:-1]}.{digits[-1]}"
+    for name, version in sorted((freeze or {}).items()):
+        if _RUNTIME.match(name):
+            major_minor = ".".join(version.split(".")[:2])
+            return f"{major_minor} (from {name} {version})"
+    return "None"

@@ -5,7 +5,8 @@ Pass/fail matrices: an arm is *sufficient* if it flips every workload the baseli
 (the leg did not build, vllmdiag itself failed, the workload took another shape),
 *inert* if it did not take effect (so it proves nothing). Controls are reported apart.
 Metric matrices: per arm the median over repeats, the spread, the ratio to baseline, and
-"no difference detected" when the ratio lies inside the measured spread.
+"no difference detected" when the ratio lies inside the noise band measured from the run
+itself (:mod:`vllmdiag.model.noise`); with no evidence of spread nothing is called.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from vllmdiag.model.noise import Drift, NoiseEstimate
 from vllmdiag.model.outcome import CellResult, Outcome
 
 BASELINE = "baseline"
-#: Without repeats the spread is unknown; a ratio closer to 1 than this is not called
-#: a difference.
-UNREPEATED_NOISE = 0.02
 
 
 class Effect(str, Enum):
@@ -31,6 +30,8 @@ class Effect(str, Enum):
     CONTROL = "control"
     INERT = "inert"
     NOT_RUN = "not_run"
+    #: A metric arm whose ratio cannot be judged: no evidence of spread, or single values.
+    NOT_CALLED = "not_called"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class ArmInfo:
     control: bool = False
     single_variable: bool = True
     description: str = ""
+    #: Its cells are the baseline's (same leg, environment and flags): an A/A pair.
+    same_as_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,8 @@ class SquareState(str, Enum):
 class Square:
     """One (arm, workload) square of the table: its state, what the table shows
     ("rc=0", "timeout", "7,457 ±0.4%", ...), and for metric matrices the median, the
-    spread over repeats and the ratio to the baseline."""
+    spread over repeats and the ratio to the baseline. ``difference_detected`` None:
+    not judged (the baseline itself, or no evidence of spread)."""
 
     state: SquareState
     label: str
@@ -97,6 +101,10 @@ class Verdict:
     summary: str
     metric: str | None = None
     partial: bool = False
+    #: Metric matrices: each workload's noise estimate, measured from the run.
+    noise: dict[str, NoiseEstimate] = field(default_factory=dict)
+    #: Metric matrices whose baseline was measured four times or more: early vs late.
+    drift: dict[str, Drift] = field(default_factory=dict)
 
 
 def decide(
@@ -235,6 +243,9 @@ def _effect_sentences(verdicts: Sequence[ArmVerdict]) -> list[str]:
         parts.append(f"Partial: {v.name}, {v.detail}.")
     if groups.get(Effect.RULED_OUT):
         parts.append("Ruled out: " + ", ".join(v.name for v in groups[Effect.RULED_OUT]) + ".")
+    if groups.get(Effect.NOT_CALLED):
+        names = ", ".join(v.name for v in groups[Effect.NOT_CALLED])
+        parts.append(f"Not called (the run cannot separate them from noise): {names}.")
     for v in groups.get(Effect.INERT, []):
         parts.append(f"Inert (proves nothing): {v.name}, {v.detail}.")
     for v in groups.get(Effect.ERROR, []):
@@ -244,7 +255,9 @@ def _effect_sentences(verdicts: Sequence[ArmVerdict]) -> list[str]:
     if groups.get(Effect.NOT_RUN):
         parts.append("Not run: " + ", ".join(v.name for v in groups[Effect.NOT_RUN]) + ".")
     if verdicts and not groups.get(Effect.SUFFICIENT) and not groups.get(Effect.PARTIAL):
-        if groups.get(Effect.NOT_RUN):
+        if groups.get(Effect.NOT_CALLED):
+            pass  # the noise sentence says what to do
+        elif groups.get(Effect.NOT_RUN):
             parts.append("No arm that ran changes the outcome; the arms not run may.")
         else:
             parts.append("No arm changes the outcome.")

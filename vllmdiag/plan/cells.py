@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import ConfigError, VllmdiagError
@@ -77,18 +77,26 @@ def arm_cell(
 
 
 def expand(recipe: Recipe) -> list[CellPlan]:
+    """Every cell in run order. With ``baseline_between_arms`` the baseline is measured
+    again before each arm after the first (cells ``r<repeat>.baseline~<k>.<workload>``,
+    column ``baseline``), so a drift of the machine over the run shows in the baseline."""
     columns: list[Arm | None] = [None, *recipe.arms, *recipe.controls]
-    cells = [
-        arm_cell(recipe, arm, wl, rep)
-        for rep in range(1, recipe.repeats + 1)
-        for arm in columns
-        for wl in recipe.workloads
-    ]
+    cells = []
+    for rep in range(1, recipe.repeats + 1):
+        for i, arm in enumerate(columns):
+            if recipe.baseline_between_arms and i > 1:
+                cells += [_again(arm_cell(recipe, None, wl, rep), i) for wl in recipe.workloads]
+            cells += [arm_cell(recipe, arm, wl, rep) for wl in recipe.workloads]
     ids = [c.id for c in cells]
     if len(set(ids)) != len(ids):  # the recipe refuses this at load; never overwrite a result
         clash = cell_id_clash([BASELINE, *(a.name for a in recipe.all_arms())], recipe.workloads)
         raise ConfigError(clash or "two cells share one id", where=_where(recipe))
     return cells
+
+
+def _again(cell: CellPlan, k: int) -> CellPlan:
+    """The baseline measured again (``~`` is in no arm's name, so the id is its own)."""
+    return replace(cell, id=cell_id(cell.repeat, f"{BASELINE}~{k}", cell.workload))
 
 
 def _where(recipe: Recipe) -> str | None:
@@ -114,13 +122,34 @@ def legs_needed(cells: list[CellPlan]) -> list[LegSpec]:
 
 def arm_infos(recipe: Recipe) -> list[ArmInfo]:
     out = [
-        ArmInfo(a.name, a.kind.value, False, a.single_variable, a.describe()) for a in recipe.arms
+        ArmInfo(
+            a.name,
+            a.kind.value,
+            False,
+            a.single_variable,
+            a.describe(),
+            same_as_baseline(recipe, a),
+        )
+        for a in recipe.arms
     ]
     out += [
-        ArmInfo(a.name, a.kind.value, True, a.single_variable, a.describe())
+        ArmInfo(
+            a.name, a.kind.value, True, a.single_variable, a.describe(), same_as_baseline(recipe, a)
+        )
         for a in recipe.controls
     ]
     return out
+
+
+def same_as_baseline(recipe: Recipe, arm: Arm) -> bool:
+    """True when every cell of ``arm`` would run exactly as the baseline's does (the same
+    environment, installed the same, the same environment overlay and flags): measured
+    beside the baseline, it is an A/A pair, evidence of the run's noise."""
+    for wl in recipe.workloads:
+        mine, base = arm_cell(recipe, arm, wl), arm_cell(recipe, None, wl)
+        if (mine.leg.key(), mine.env, mine.flags) != (base.leg.key(), base.env, base.flags):
+            return False
+    return bool(recipe.workloads)
 
 
 def reuse_key(cell: CellPlan, lock_hash: str, argv: list[str], workload: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from vllmdiag.envs.cache import EnvCache
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.plan import bench_check
 from vllmdiag.plan import cells as planmod
 from vllmdiag.plan import workloads as wlmod
 
@@ -60,6 +61,8 @@ class MatrixPlan:
     question: str
     legs: tuple[PlannedLeg, ...]
     cells: tuple[PlannedCell, ...]
+    #: What the workloads' ``vllm bench`` commands will not measure as written.
+    warnings: tuple[str, ...] = ()
 
 
 def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = None) -> MatrixPlan:
@@ -92,7 +95,9 @@ def plan(recipe: Recipe, cache: EnvCache | None = None, run_dir: Path | None = N
             )
         )
     legs = tuple(PlannedLeg.of(leg) for leg in planmod.legs_needed(cells))
-    return MatrixPlan(recipe.name, recipe.question, legs, tuple(planned))
+    return MatrixPlan(
+        recipe.name, recipe.question, legs, tuple(planned), bench_check.recipe_warnings(recipe)
+    )
 
 
 def _python_of(leg: LegSpec, env_path: Path) -> Path:

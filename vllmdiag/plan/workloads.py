@@ -21,8 +21,12 @@ from vllmdiag import probes
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Flag
 from vllmdiag.model.recipe import PLACEHOLDERS, Builtin, MetricSpec, WorkloadConfig
-from vllmdiag.model.shape import ShapeAsked
+from vllmdiag.model.shape import ShapeAsked, WorkloadShape
+from vllmdiag.plan import bench_command as benchmod
+from vllmdiag.plan.bench_command import CURRENT, PLAIN_LENGTHS, BenchDialect
 from vllmdiag.triage.regexguard import RegexTimeout, time_limit
+
+__all__ = ["CURRENT", "PLACEHOLDERS", "PLAIN_LENGTHS", "BenchDialect"]
 
 THROUGHPUT_JSON = "throughput.json"
 LATENCY_JSON = "latency.json"
@@ -44,23 +48,6 @@ BUILTIN_METRICS: dict[Builtin, tuple[MetricSpec, ...]] = {
     ),
     Builtin.SMOKE: (),
 }
-
-
-@dataclass(frozen=True)
-class BenchDialect:
-    """How a leg's ``vllm bench`` spells what the built-ins need.
-
-    ``random_lengths``: the random dataset has ``--random-input-len`` /
-    ``--random-output-len``, whose defaults (1024 / 128) win over ``--input-len`` /
-    ``--output-len`` (vLLM 0.18 through 0.29 at least; it only warns). A leg whose vLLM
-    lacks them takes the plain spelling.
-    """
-
-    random_lengths: bool = True
-
-
-CURRENT = BenchDialect()
-PLAIN_LENGTHS = BenchDialect(random_lengths=False)
 
 
 def template(wl: WorkloadConfig, dialect: BenchDialect = CURRENT) -> list[str]:
@@ -154,34 +141,122 @@ def render(
 
 
 _SHAPE_FIELDS = ("num_prompts", "input_len", "output_len")
+#: A timed region shorter than this is dominated by first-call effects on a fresh engine.
+MIN_TIMED_S = 10.0
 
 
-def asked_shape(wl: WorkloadConfig, argv: Sequence[str]) -> ShapeAsked | None:
-    """The shape a cell must take: the throughput built-in's, or what a command workload
-    declares with ``num_prompts`` / ``input_len`` / ``output_len``. None: nothing asked."""
+def asked_shape(
+    wl: WorkloadConfig, argv: Sequence[str], dialect: BenchDialect = CURRENT
+) -> ShapeAsked | None:
+    """The shape a cell must take: the throughput built-in's; a command workload's
+    ``num_prompts`` / ``input_len`` / ``output_len`` where it declares them, else what
+    its ``vllm bench throughput|serve`` command line asks (the lengths as written,
+    whichever spelling: vLLM running others is the error the check exists for). None:
+    nothing asked."""
     if wl.builtin is Builtin.THROUGHPUT:
-        return ShapeAsked(wl.num_prompts, wl.input_len, wl.output_len, _range_ratio(argv))
-    if wl.command is None or not set(_SHAPE_FIELDS) & wl.model_fields_set:
+        ratio = benchmod.range_ratio(_option(argv, "--random-range-ratio"))
+        return _asked(wl.num_prompts, wl.input_len, wl.output_len, ratio)
+    if wl.command is None:
         return None
-    given = {f: getattr(wl, f) for f in _SHAPE_FIELDS if f in wl.model_fields_set}
-    return ShapeAsked(**given, range_ratio=_range_ratio(argv))
+    given: dict[str, int | None] = {
+        f: getattr(wl, f) for f in _SHAPE_FIELDS if f in wl.model_fields_set
+    }
+    bench = benchmod.parse(argv, dialect)
+    if bench is None or bench.kind == benchmod.LATENCY:  # latency prints no totals
+        if not given:
+            return None
+        ratio = benchmod.range_ratio(_option(argv, "--random-range-ratio"))
+        return _asked(
+            given.get("num_prompts"), given.get("input_len"), given.get("output_len"), ratio
+        )
+    asked: dict[str, int | None] = {
+        "num_prompts": bench.num_prompts,
+        "input_len": bench.asked_input,
+        "output_len": bench.asked_output,
+    }
+    asked.update(given)
+    if bench.dataset in benchmod.NO_PROMPT_CHECK:
+        asked["input_len"] = None  # its prompt totals count image tokens and a template
+    if not any(v is not None for v in asked.values()):
+        return None
+    return _asked(asked["num_prompts"], asked["input_len"], asked["output_len"], bench.range_ratio)
 
 
-def _range_ratio(argv: Sequence[str]) -> float:
-    """``--random-range-ratio`` as given (default 0); a form not understood counts as the
-    widest range the dataset allows, so the check never calls a valid run wrong."""
-    for i, token in enumerate(argv):
-        value = None
-        if token == "--random-range-ratio" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif token.startswith("--random-range-ratio="):
-            value = token.split("=", 1)[1]
-        if value is not None:
-            try:
-                return min(max(float(value), 0.0), 1.0)
-            except ValueError:
-                return 1.0
-    return 0.0
+def _asked(
+    n: int | None, per_in: int | None, per_out: int | None, ratio: tuple[float, float]
+) -> ShapeAsked:
+    """One range ratio for both lengths, or an input and an output one."""
+    out_ratio = None if ratio[1] == ratio[0] else ratio[1]
+    return ShapeAsked(n, per_in, per_out, ratio[0], out_ratio)
+
+
+def _option(argv: Sequence[str], name: str) -> str | None:
+    opts = benchmod.options(argv)
+    return opts.get(name)
+
+
+def bench_json(wl: WorkloadConfig, argv: Sequence[str], out_dir: Path) -> Path | None:
+    """The JSON a throughput benchmark writes: a ``vllm bench throughput`` command's
+    ``--output-json``, else the built-in's name in the cell's output directory (a
+    command of the recipe's own may write it); None for latency and serve."""
+    if wl.builtin is not None and wl.builtin is not Builtin.THROUGHPUT:
+        return None
+    bench = benchmod.parse(argv) if wl.command is not None else None
+    if bench is not None and bench.kind != benchmod.THROUGHPUT:
+        return None
+    if bench is not None and bench.output_json:
+        return Path(bench.output_json)
+    return out_dir / THROUGHPUT_JSON
+
+
+_SERVE_DURATION = re.compile(r"^Benchmark duration \(s\):\s+([\d.]+)", re.M)
+
+
+def timed_region(wl: WorkloadConfig, argv: Sequence[str], out_dir: Path, log: Path) -> float | None:
+    """Seconds the benchmark timed: ``elapsed_time`` of the throughput JSON, or the
+    ``Benchmark duration (s):`` line of ``vllm bench serve``. None: not a timed region
+    vllmdiag knows (latency times each batch on its own)."""
+    path = bench_json(wl, argv, out_dir)
+    if path is not None:
+        value, _ = json_number(path, "elapsed_time")
+        return value
+    bench = benchmod.parse(argv) if wl.command is not None else None
+    if bench is not None and bench.kind == benchmod.SERVE and log.exists():
+        found = _SERVE_DURATION.findall(log.read_text(encoding="utf-8", errors="replace"))
+        return float(found[-1]) if found else None
+    return None
+
+
+_SERVE_TOTALS = {
+    "num_prompts": re.compile(r"^Successful requests:\s+(\d+)", re.M),
+    "prompt_tokens": re.compile(r"^Total input tokens:\s+(\d+)", re.M),
+    "output_tokens": re.compile(r"^Total generated tokens:\s+(\d+)", re.M),
+}
+
+
+def serve_shape(log: Path) -> WorkloadShape | None:
+    """The totals ``vllm bench serve`` prints (its result block), or None."""
+    if not log.exists():
+        return None
+    text = log.read_text(encoding="utf-8", errors="replace")
+    found = {k: r.findall(text) for k, r in _SERVE_TOTALS.items()}
+    if not any(found.values()):
+        return None
+    last = {k: int(v[-1]) if v else None for k, v in found.items()}
+    return WorkloadShape(last["num_prompts"], last["prompt_tokens"], last["output_tokens"])
+
+
+def short_region(seconds: float | None) -> str | None:
+    """The warning for a timed region too short to time, or None."""
+    if seconds is None or seconds >= MIN_TIMED_S:
+        return None
+    return (
+        f"the timed region lasted {seconds:.1f} s (under {MIN_TIMED_S:.0f} s): on a fresh "
+        "engine first-call effects (compilation, warm-up, allocator growth) dominate it, so "
+        "its throughput is not a steady-state figure; lengthen it with more prompts "
+        "(--num-prompts) or more output tokens per prompt (--random-output-len / "
+        "output_len)"
+    )
 
 
 def specs_for(wl: WorkloadConfig, recipe_metrics: Sequence[MetricSpec]) -> tuple[MetricSpec, ...]:

@@ -32,7 +32,8 @@ def torch_cuda():
         if str(f).replace("\\", "/") == "torch/version.py":
             with open(f.locate(), encoding="utf-8") as fh:
                 text = fh.read()
-            m = re.search(r"^cuda\s*(?::\s*\w+\s*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+            # cuda = '12.8', or with an annotation: cuda: Optional[str] = '13.0'
+            m = re.search(r"^cuda\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
             return m.group(1) if m else None
     return None
 

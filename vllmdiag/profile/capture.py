@@ -22,7 +22,7 @@ from pathlib import Path
 
 from vllmdiag import atomic, probes, proc
 from vllmdiag.errors import ProcessError, VllmdiagError
-from vllmdiag.profile import vllm_probe
+from vllmdiag.profile import vllm_flags, vllm_probe
 
 #: Written by vllmdiag into a capture directory, never a trace.
 RECORD = "capture.json"
@@ -63,11 +63,12 @@ class CaptureUnavailable(ProcessError):
 
 @dataclass(frozen=True)
 class CaptureSettings:
-    """What the torch launcher does with a script: steps run before the profiled window
-    (not captured), and steps captured."""
+    """Steps run before the profiled window (not captured), and steps captured: the torch
+    launcher's for a script, vLLM's profiler ``delay_iterations`` / ``max_iterations``
+    for a vllm command."""
 
-    warmup: int = 3
-    steps: int = 10
+    warmup: int = vllm_flags.DELAY_ITERATIONS
+    steps: int = vllm_flags.MAX_ITERATIONS
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,9 @@ def command(
             )
         full = _in_leg(python, argv)
         try:
-            extra, extra_env, why = vllm_probe.profiler_switch(python, full, env, dest)
+            extra, extra_env, why = vllm_probe.profiler_switch(
+                python, full, env, dest, (settings.warmup, settings.steps)
+            )
         except VllmdiagError as exc:
             raise CaptureUnavailable(exc.message, where=exc.where, hint=exc.hint) from None
         return Command((*full, *extra), extra_env, (why,))

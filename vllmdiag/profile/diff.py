@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from vllmdiag.profile import families, phases, reconcile
+from vllmdiag.profile import families, phases, reconcile, steptimes
 from vllmdiag.profile.leg import LegProfile
 from vllmdiag.profile.pairing import KernelRow, OpRow, kernel_rows, label, op_rows
 from vllmdiag.profile.timeline import KernelStat
@@ -61,6 +61,8 @@ class Diff:
     warnings: tuple[str, ...]
     reconciliation: str
     ops: tuple[OpRow, ...] = ()
+    #: Step times of both sides judged against their step-to-step variation.
+    step_bands: tuple[steptimes.StepBand, ...] = ()
 
 
 def kernel_table(leg: LegProfile, n: int = 20) -> list[KernelStat]:
@@ -86,7 +88,7 @@ def _family_ops(leg: LegProfile, fam: str, n: int = 3) -> tuple[str, ...]:
     return tuple(sorted(us, key=lambda o: (-us[o], o))[:n])
 
 
-def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
+def diff(a: LegProfile, b: LegProfile, top: int = 15, steps_hint: int = 32) -> Diff:
     delta = b.gpu_time_us - a.gpu_time_us
     fam_rows = []
     for fam in families.FAMILIES:
@@ -125,6 +127,7 @@ def diff(a: LegProfile, b: LegProfile, top: int = 15) -> Diff:
         warnings=reconcile.warnings(a, b),
         reconciliation="",
         ops=tuple(op_rows(a.kernels.values(), b.kernels.values(), delta)[:top]),
+        step_bands=steptimes.bands(a, b, steps_hint),
     )
     return replace(result, reconciliation=reconcile.paragraph(result))
 

@@ -109,7 +109,7 @@ class CaptureExecutor:
                 hint="free some space (or fix permissions) on the run directory's disk",
             ) from None
         if done.interrupted:
-            return CellRun(done.rc, done.elapsed_s, done.timed_out, True)
+            return CellRun(done.rc, done.elapsed_s, done.timed_out, True, done.swept)
         result = finish(what.side, what.backend, cmd, dest, task.log, done, task.cell_id)
         self._record(result)
         if not result.ok and done.ok:
@@ -118,7 +118,7 @@ class CaptureExecutor:
                 where=str(dest),
                 hint="the workload itself exited 0; see the cell's log",
             )
-        return CellRun(done.rc, done.elapsed_s, done.timed_out, False)
+        return CellRun(done.rc, done.elapsed_s, done.timed_out, False, done.swept)
 
     def _record(self, result: CaptureResult) -> None:
         atomic.write_json(result.out / RECORD, redact.data(codec.dump(result)))
@@ -149,8 +149,8 @@ class Workload:
     script: Path | None = None
     script_args: tuple[str, ...] = ()
     argv: tuple[str, ...] = ()
-    warmup: int = 3
-    steps: int = 10
+    warmup: int = CaptureSettings.warmup
+    steps: int = CaptureSettings.steps
     env: Mapping[str, str] = field(default_factory=dict)
 
     @property

@@ -17,6 +17,7 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, Observer
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.outdir import ensure_dir, writes
+from vllmdiag.printable import printable
 from vllmdiag.profile import diff as diffmod
 from vllmdiag.profile import leg as legmod
 from vllmdiag.profile import pyspy, render
@@ -142,7 +143,8 @@ def diff_pyspy(a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path) 
     frames = pyspy.diff(merge_spy(fa), merge_spy(fb), top=top)
     ensure_dir(out)
     with writes(out, "write the diff"):
-        atomic.write_text(out / "summary.md", render.pyspy_markdown(name_a, name_b, frames))
+        md = printable(render.pyspy_markdown(name_a, name_b, frames))
+        atomic.write_text(out / "summary.md", md)
         atomic.write_json(out / "pyspy.json", codec.dump(frames))
     files = {"summary": out / "summary.md", "json": out / "pyspy.json"}
     return CpuDiff((name_a, name_b), frames, files)

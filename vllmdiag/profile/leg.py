@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,8 @@ class LegProfile:
     #: the traced CPU span of the engine steps, summed over processes (no launcher clock)
     step_span_us: float | None = None
     warnings: tuple[str, ...] = ()
+    #: (kind, µs) from each step's start to the next one's on the same process
+    step_periods: tuple[tuple[str, float], ...] = ()
 
     @property
     def launch_us(self) -> float:
@@ -265,6 +268,7 @@ def merge(
         skipped=skipped,
         step_span_us=_step_span(parts),
         warnings=warnings,
+        step_periods=tuple(x for p in parts for x in _periods(p.steps)),
     )
     if leg.kernel_count == 0:
         raise CaptureError(
@@ -289,6 +293,12 @@ def load(path: Path, name: str | None = None) -> LegProfile:
     parts = [nsys.read(f) if f.name.endswith(".sqlite") else kineto.read(f) for f in files]
     meta, warnings = read_meta(path)
     return merge(name or path.name, parts, meta, warnings)
+
+
+def _periods(steps: Iterable[StepStat]) -> list[tuple[str, float]]:
+    """(kind, start-to-next-start µs) of one process's steps, labelled by the first."""
+    ordered = sorted(steps, key=lambda s: s.start_us)
+    return [(s.kind, n.start_us - s.start_us) for s, n in pairwise(ordered)]
 
 
 def _step_span(parts: list[TraceSummary]) -> float | None:

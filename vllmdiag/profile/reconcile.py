@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vllmdiag.profile import phases
+from vllmdiag.profile import phases, steptimes
 from vllmdiag.profile.leg import LegProfile, WallClock
 
 if TYPE_CHECKING:
@@ -86,6 +86,9 @@ def paragraph(d: Diff) -> str:
     if d.explained is not None:
         head += f", together {d.explained * 100:.0f} % of that gap"
     parts.append(head + ".")
+    lead_row = steptimes.headline(d.step_bands)
+    if lead_row is not None:
+        parts.append(steptimes.sentence(lead_row, (a.name, b.name)))
     rel = _share(d.delta_us, a.gpu_time_us)
     kern = f"GPU kernel time {_ms(d.delta_us)}" + (f" ({_pct(rel)})" if rel is not None else "")
     lead = [r for r in d.families if abs(r.delta_us) >= 0.01 * max(1.0, abs(d.delta_us))][:3]

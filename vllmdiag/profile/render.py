@@ -11,7 +11,8 @@ import html
 from pathlib import Path
 
 from vllmdiag import atomic
-from vllmdiag.profile import families
+from vllmdiag.printable import printable
+from vllmdiag.profile import families, steptimes
 from vllmdiag.profile.diff import Diff, kernel_table
 from vllmdiag.profile.leg import WallClock
 from vllmdiag.profile.pyspy import FrameRow
@@ -54,6 +55,32 @@ def _cell(name: str, n: int = 70) -> str:
     return _short(name, n).replace("|", "\\|").replace("`", "'")
 
 
+def _step_lines(d: Diff) -> list[str]:
+    """Per-step times on both sides (median, spread, n) and whether the change is beyond
+    the step-to-step variation."""
+    if not d.step_bands:
+        return []
+    lines = ["", "## Step times (median ± step-to-step spread)", "",
+             f"The spread is 1.4826·MAD/median of a side's steps; a change is called only "
+             f"beyond the wider spread and a {steptimes.FLOOR:.0%} floor, with at least "
+             f"{steptimes.MIN_STEPS} steps a side.", "",
+             f"| measure | kind | {_cell(d.a.name)} ms | {_cell(d.b.name)} ms | change | band "
+             "| call |", "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
+    for r in d.step_bands:
+        lines.append(
+            f"| {r.measure} | {r.kind} | {_spread(r.a)} | {_spread(r.b)} | "
+            f"{'n/a' if r.change is None else f'{r.change:+.1%}'} | "
+            f"{'n/a' if r.band is None else f'±{r.band:.1%}'} | {r.call.value} |"
+        )
+    return lines
+
+
+def _spread(s: steptimes.Spread | None) -> str:
+    if s is None:
+        return "n/a"
+    return f"{s.median_us / 1000:.3f} ±{s.relative:.1%} (n={s.n})"
+
+
 def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = None) -> str:
     a, b = d.a, d.b
     lines = [f"# Profile diff: {a.name} → {b.name}", "", d.reconciliation, ""]
@@ -90,6 +117,7 @@ def markdown(d: Diff, frames: tuple[FrameRow, ...] = (), picture: str | None = N
     ):
         delta = _dms(y - x) if x is not None and y is not None else ""
         lines.append(f"| {label} | {_ms(x)} | {_ms(y)} | {delta} |")
+    lines += _step_lines(d)
     lines += ["", "## Families", "", "| family | " + _cell(a.name) + " ms | " + _cell(b.name)
               + " ms | delta ms | share of delta | launched by (A / B) |",
               "|---|---:|---:|---:|---:|---|"]  # fmt: skip
@@ -277,5 +305,5 @@ def write(d: Diff, out: Path, frames: tuple[FrameRow, ...] = ()) -> dict[str, Pa
     out.mkdir(parents=True, exist_ok=True)
     pic = png(d, out / "diff.png") or html_page(d, out / "diff.html")
     md = out / "summary.md"
-    atomic.write_text(md, markdown(d, frames, pic.name))
+    atomic.write_text(md, printable(markdown(d, frames, pic.name)))
     return {"summary": md, "picture": pic}

@@ -19,6 +19,7 @@ from vllmdiag.profile.diff import Diff, FamilyRow, PhaseRow, kernel_table
 from vllmdiag.profile.leg import LegProfile, WallClock
 from vllmdiag.profile.pairing import KernelRow, OpRow
 from vllmdiag.profile.pyspy import FrameRow
+from vllmdiag.profile.steptimes import StepBand
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ class GpuDiff:
     reconciliation: str
     pyspy: tuple[FrameRow, ...] = ()
     files: dict[str, Path] = field(default_factory=dict)
+    #: Step times judged against step-to-step variation (:mod:`..steptimes`).
+    step_bands: tuple[StepBand, ...] = ()
 
     @property
     def names(self) -> tuple[str, str]:
@@ -177,4 +180,5 @@ def gpu_report(
         reconciliation=d.reconciliation,
         pyspy=frames,
         files=dict(files or {}),
+        step_bands=tuple(finite(r) for r in d.step_bands),
     )

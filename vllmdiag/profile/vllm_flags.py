@@ -22,10 +22,12 @@ from pathlib import Path
 
 from vllmdiag.errors import VllmdiagError
 
-#: Iterations skipped before, and captured after, the profiler starts: the same on both
-#: sides wherever the leg's ProfilerConfig has the fields.
+#: Iterations skipped before, and captured after, the profiler starts (``--warmup`` /
+#: ``--steps``, or the recipe's ``profile:``): the same on both sides wherever the leg's
+#: ProfilerConfig has the fields. 32 steps give a step-time band to judge a change by
+#: (:mod:`vllmdiag.profile.steptimes`); 12 did not.
 DELAY_ITERATIONS = 4
-MAX_ITERATIONS = 12
+MAX_ITERATIONS = 32
 HELP_FLAGS = ("--help=all", "--help")
 #: Read by the leg's python: its ProfilerConfig's fields, as JSON (no GPU needed).
 FIELDS_PROBE = (
@@ -60,12 +62,14 @@ def profiler_switch(
     out_dir: Path,
     fields: Sequence[str] | None = None,
     asked: str = "the leg's vLLM command --help",
+    iterations: tuple[int, int] = (DELAY_ITERATIONS, MAX_ITERATIONS),
 ) -> tuple[list[str], dict[str, str], str]:
     """(extra argv, extra environment, what was chosen and why) for one leg.
 
     ``fields``: the leg's ProfilerConfig fields (None: unknown, the window fields are
     used only where the help text names them); ``asked``: the command(s) that printed
-    ``help_text``, for the error when neither spelling is there.
+    ``help_text``, for the error when neither spelling is there; ``iterations``: engine
+    iterations skipped, then captured.
     """
     found = flags_in(help_text)
     argv: list[str] = []
@@ -80,8 +84,8 @@ def profiler_switch(
         if has("torch_profiler_with_stack"):
             config["torch_profiler_with_stack"] = False
         window = []
-        for name, value in (("delay_iterations", DELAY_ITERATIONS),
-                            ("max_iterations", MAX_ITERATIONS)):  # fmt: skip
+        for name, value in (("delay_iterations", iterations[0]),
+                            ("max_iterations", iterations[1])):  # fmt: skip
             if has(name):
                 config[name] = value
                 window.append(f"{name}={value}")

@@ -53,9 +53,14 @@ def config_fields(python: Path, env: Mapping[str, str]) -> tuple[str, ...] | Non
 
 
 def profiler_switch(
-    python: Path, argv: Sequence[str], env: Mapping[str, str], out_dir: Path
+    python: Path,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    out_dir: Path,
+    window: tuple[int, int] = (vllm_flags.DELAY_ITERATIONS, vllm_flags.MAX_ITERATIONS),
 ) -> tuple[list[str], dict[str, str], str]:
-    """(extra argv, extra environment, why) to profile ``argv`` on the leg of ``python``."""
+    """(extra argv, extra environment, why) to profile ``argv`` on the leg of ``python``,
+    ``window``: engine iterations skipped, then captured."""
     prefix = []
     for token in argv:
         if token.startswith("-"):
@@ -65,4 +70,4 @@ def profiler_switch(
     fields = None
     if "--profiler-config" in vllm_flags.flags_in(text):
         fields = config_fields(python, env)
-    return vllm_flags.profiler_switch(text, out_dir, fields, asked)
+    return vllm_flags.profiler_switch(text, out_dir, fields, asked, window)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from vllmdiag.model.stack import EnvRecord
+from vllmdiag.model.stack import EnvRecord, cuda_build
 from vllmdiag.report import freeze, md
 
 #: The libraries ``collect_env.py`` lists (names containing one of these), plus the
@@ -33,11 +33,18 @@ _BAR = "=" * 30
 _UNKNOWN = "Could not collect"
 
 
-def block(env: EnvRecord, cell_env: Mapping[str, str]) -> str:
-    """The collect-env style text (plain, for a ``text`` fence)."""
+def block(env: EnvRecord, cell_env: Mapping[str, str], stand_in: bool = False) -> str:
+    """The collect-env style text (plain, for a ``text`` fence). ``stand_in``: the
+    failing command runs scripts that stand in for vLLM's code (no vLLM installed)."""
     st = env.stack
     torch = st.torch or "not installed"
-    cuda = st.torch_cuda or ("None" if st.torch else "N/A")
+    cuda = cuda_build(st.torch, st.torch_cuda, freeze.read(env.freeze).versions)
+    no_vllm = (
+        "not installed: this reproduction's own scripts stand in for the vLLM code path "
+        "(see Reproduction)"
+        if stand_in
+        else "not installed in this leg"
+    )
     python = st.python or _UNKNOWN
     if st.implementation:
         python += f" ({st.implementation})"
@@ -61,7 +68,7 @@ def block(env: EnvRecord, cell_env: Mapping[str, str]) -> str:
         _libraries(env),
         "",
         _head("vLLM Info"),
-        _row("vLLM Version", st.vllm or "not installed in this leg"),
+        _row("vLLM Version", st.vllm or no_vllm),
         "",
         _head("Environment Variables"),
         "\n".join(f"{k}={v}" for k, v in sorted(cell_env.items())) or "(none set by the run)",
@@ -69,12 +76,12 @@ def block(env: EnvRecord, cell_env: Mapping[str, str]) -> str:
     return "\n".join(parts)
 
 
-def section(env: EnvRecord, cell_env: Mapping[str, str]) -> str:
+def section(env: EnvRecord, cell_env: Mapping[str, str], stand_in: bool = False) -> str:
     summary = (
         f"The environment of leg <code>{_html(env.leg)}</code> as vllmdiag recorded it "
         "(stack, GPUs, <code>uv pip freeze</code>), in <code>collect_env.py</code>'s layout"
     )
-    return md.details(summary, md.fence(block(env, cell_env), "text"))
+    return md.details(summary, md.fence(block(env, cell_env, stand_in), "text"))
 
 
 def _head(title: str) -> str:

@@ -22,6 +22,7 @@ from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import EnvRecord, StackInfo
 from vllmdiag.model.verdict import Verdict
+from vllmdiag.runner.reread import reread
 from vllmdiag.window import WindowResult
 
 Warn = Callable[[str], None]
@@ -40,6 +41,7 @@ class RunEvidence:
     verdict: Verdict | None = None
     cell_env: dict[str, dict[str, str]] = field(default_factory=dict)
     hosts: tuple[str, ...] = ()
+    started: str | None = None  # when the run started (its journal's first event)
 
     def failing(self) -> list[CellResult]:
         """Cells whose workload failed or hung (never an ERROR: that is no result)."""
@@ -79,7 +81,7 @@ def load_run(path: Path, warn: Warn) -> RunEvidence:
     events = run.events() if (path / EVENTS).is_file() else []
     manifest = _json(path / "manifest.json", warn)
     recipe = _recipe(manifest, path, warn)
-    results = tuple(sorted(run.finished().values(), key=lambda r: r.id))
+    results = tuple(reread(path, r) for r in sorted(run.finished().values(), key=lambda r: r.id))
     if not results:
         raise VllmdiagError(
             "the run directory holds no finished cell",
@@ -98,6 +100,7 @@ def load_run(path: Path, warn: Warn) -> RunEvidence:
         verdict=_verdict(path, warn),
         cell_env=_cell_envs(events),
         hosts=hosts,
+        started=str(started[0]["ts"]) if started and started[0].get("ts") else None,
     )
 
 

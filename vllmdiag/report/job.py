@@ -16,6 +16,7 @@ from pathlib import Path
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, Observer, ignore
 from vllmdiag.report import (
+    bisect_section,
     blast,
     compose,
     duplicates,
@@ -41,6 +42,7 @@ class ReportRequest:
     runs: tuple[Path, ...]
     window: Path | None = None
     profile: Path | None = None
+    bisect: Path | None = None  # a bisect result (its --json output or its journal)
 
 
 def draft_report(request: ReportRequest, observer: Observer[Note] = ignore) -> Report:
@@ -51,17 +53,19 @@ def draft_report(request: ReportRequest, observer: Observer[Note] = ignore) -> R
         raise VllmdiagError("no run directory given", hint="vllmdiag report RUN_DIR...")
     window = load_window(request.window) if request.window is not None else None
     profile = profile_section.load(request.profile, warn) if request.profile is not None else None
+    bisected = bisect_section.load_bisect(request.bisect) if request.bisect is not None else None
     runs = [load_run(path, warn) for path in dict.fromkeys(request.runs)]
     case = find_case(runs)
     decision = target.choose(case, window)
-    redactor = Redactor(hosts=[h for run in runs for h in run.hosts])
-    raw = _sections(case, runs, decision, window, profile, redactor)
+    bases = [run.path for run in runs] + [r.recipe.recipe_dir for r in runs if r.recipe]
+    redactor = Redactor(hosts=[h for run in runs for h in run.hosts], bases=bases)
+    raw = _sections(case, runs, decision, window, profile, redactor, bisected)
     sections = tuple(
         Section(sid, compose.TITLES[sid], redactor(_local(case, text))) for sid, text in raw
     )
     title = redactor(summary.title(case, decision, window))
     counts = redactor.counts()
-    quiet = Redactor(hosts=redactor.hosts)
+    quiet = Redactor(hosts=redactor.hosts, bases=bases)
     t = decision.target
     return Report(
         target=Target(t.project, t.kind, t.template, quiet(_local(case, t.reason))),
@@ -79,15 +83,18 @@ def _sections(
     window: WindowResult | None,
     profile: profile_section.ProfileEvidence | None,
     redactor: Redactor,
+    bisected: bisect_section.BisectEvidence | None = None,
 ) -> list[tuple[SectionId, str]]:
     env_body = (
-        environment.section(case.env, case.run.cell_env.get(case.cell.id, {}))
+        environment.section(
+            case.env, case.run.cell_env.get(case.cell.id, {}), stand_in=_stands_in(case)
+        )
         if case.env is not None
         else None
     )
     package = window.package if window is not None else None
     found: list[tuple[SectionId, str | None]] = [
-        (SectionId.SUMMARY, summary.paragraph(case, decision, window)),
+        (SectionId.SUMMARY, _summary(case, decision, window, bisected)),
         (SectionId.ENVIRONMENT, env_body),
         (
             SectionId.REPRODUCTION,
@@ -100,6 +107,7 @@ def _sections(
         ),
         (SectionId.ROOT_CAUSE, rootcause.section(case)),
         (SectionId.EVIDENCE, evidence.section(case)),
+        (SectionId.BISECT, bisect_section.section(bisected) if bisected else None),
         (SectionId.WINDOW, window_section.section(window, decision.consumer) if window else None),
         (SectionId.BLAST_RADIUS, blast.section(case, runs)),
         (SectionId.PROFILE, profile_section.section(profile) if profile else None),
@@ -110,6 +118,25 @@ def _sections(
         ),
     ]
     return [(sid, text) for sid, text in found if text]
+
+
+def _stands_in(case: Case) -> bool:
+    """The failing leg has no vLLM and its command runs a script of its own: a CPU
+    reproduction whose scripts stand in for vLLM's code path."""
+    env = case.env
+    if env is None or env.stack.vllm:
+        return False
+    return any(t.endswith(".py") for t in case.cell.argv[1:2])
+
+
+def _summary(
+    case: Case,
+    decision: target.Decision,
+    window: WindowResult | None,
+    bisected: bisect_section.BisectEvidence | None,
+) -> str:
+    text = summary.paragraph(case, decision, window)
+    return f"{text} {bisect_section.headline(bisected)}" if bisected is not None else text
 
 
 def _local(case: Case, text: str) -> str:

@@ -14,13 +14,17 @@ class TargetKind(str, Enum):
     the log places it nowhere else). ``dependency-metadata``: a consumer's declared range
     admits versions of a dependency in which it cannot work (a window shows it); the
     issue goes to the consumer. ``dependency``: the root cause is raised in a
-    dependency's code. ``undetermined``: nothing measured names a project (the
-    workload's own code failed and no arm or window points further).
+    dependency's code. ``caller``: a framework driving vLLM calls it wrongly; the issue
+    goes to that framework. ``not-a-bug``: the user's settings, the machine, or the
+    user's own script: no upstream issue (the draft says what to change).
+    ``undetermined``: nothing measured names a project.
     """
 
     VLLM = "vllm"
     DEPENDENCY_METADATA = "dependency-metadata"
     DEPENDENCY = "dependency"
+    CALLER = "caller"
+    NOT_A_BUG = "not-a-bug"
     UNDETERMINED = "undetermined"
 
 
@@ -49,6 +53,7 @@ class SectionId(str, Enum):
     ROOT_CAUSE = "root-cause"
     EVIDENCE = "evidence"
     WINDOW = "window"
+    BISECT = "bisect"
     BLAST_RADIUS = "blast-radius"
     PROFILE = "profile"
     DUPLICATES = "duplicates"

@@ -16,6 +16,7 @@ import re
 import socket
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from vllmdiag import redact
 
@@ -38,8 +39,14 @@ class Redactor:
     """Masks what must not leave the machine and counts it by kind (one per value
     masked, wherever it appears)."""
 
-    def __init__(self, hosts: Iterable[str] = ()) -> None:
+    def __init__(self, hosts: Iterable[str] = (), bases: Iterable[Path] = ()) -> None:
         self.tally: Counter[str] = Counter()
+        # Paths under a run directory or a recipe's folder are named relative to it (a
+        # report for sharing names ``engine_start.py:35``, not where it lay here);
+        # the deepest first, so a run kept inside the recipe's folder is named from the run.
+        self.bases = sorted(
+            {b for b in bases if str(b) not in ("", ".", "/")}, key=lambda b: -len(str(b))
+        )
         local = socket.gethostname()
         self.hosts = sorted(
             {h for h in (*hosts, local) if len(h) >= 2 and h != "localhost"},
@@ -56,6 +63,8 @@ class Redactor:
             self.tally[redact.URL_CREDENTIAL] += url_masks
             self.tally[redact.SECRET] += len(_PREMASKED.findall(text)) - url_masks
         out = redact.text(text, tally=self.tally)
+        for base in self.bases:
+            out = redact.paths(out, base=base)
         out = _TOKEN.sub(self._count(redact.SECRET, redact.MASK), out)
         homes = {*self.homes, *_HOMES.findall(out)}
         out = redact.paths(out, homes=homes, tally=self.tally)

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllmdiag import redact
+from vllmdiag.journal import RECIPE_FILES
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import LegConfig
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.report import freeze, md
 from vllmdiag.report.case import Case
 from vllmdiag.report.inputs import RunEvidence
+from vllmdiag.report.release_pins import ReleasePins, release_pins
 from vllmdiag.window import ConsumerReport
 
 VENV = ".venv"
@@ -47,6 +49,7 @@ class Script:
     notes: list[str] = field(default_factory=list)
     out_dir: bool = False
     clean: Callable[[str], str] = _same
+    what: str = ""  # what the setup installs, in words (set where it is not the freeze)
 
 
 def python_minor(env: EnvRecord) -> str | None:
@@ -70,6 +73,22 @@ def _leg_config(run: RunEvidence, leg: str) -> LegConfig | None:
     return run.recipe.legs.get(leg) or run.recipe.legs.get(leg.split("+", 1)[0])
 
 
+def _release(run: RunEvidence, env: EnvRecord, machine: dict[str, str]) -> ReleasePins | str | None:
+    """For a ``path:`` leg with vLLM: the release's pins (or why they could not be
+    made); None for a leg vllmdiag built (its freeze is what it asked for)."""
+    config = _leg_config(run, env.leg)
+    minor = python_minor(env)
+    if config is None or config.path is None or not env.stack.vllm or minor is None:
+        return None
+    return release_pins(
+        env.stack.vllm,
+        minor,
+        machine,
+        exclude_newer=run.started,
+        index_url=config.index_url,
+    )
+
+
 def setup(run: RunEvidence, env: EnvRecord) -> Script:
     """``uv venv`` and ``uv pip install`` of the leg's exact pins."""
     script = Script()
@@ -77,6 +96,29 @@ def setup(run: RunEvidence, env: EnvRecord) -> Script:
     script.lines.append(f"uv venv --python {minor} {VENV}" if minor else f"uv venv {VENV}")
     install = ["uv", "pip", "install", "--python", f"{VENV}/bin/python", *index_args(run, env.leg)]
     pins = freeze.read(env.freeze)
+    release = _release(run, env, pins.versions)
+    if isinstance(release, ReleasePins):
+        script.files["requirements.txt"] = "\n".join(release.lines) + "\n"
+        script.lines.append(_join([*install, "-r", "requirements.txt"]))
+        script.what = (
+            f"vLLM {env.stack.vllm} and the "
+            f"{md.plural(len(release.lines) - 1, 'package')} whose versions on the failing "
+            f"machine differ from what that release resolves to (each line says why; the "
+            f"machine's {md.plural(release.left_out, 'other package')} are not vLLM's and are "
+            "left out)"
+        )
+        if release.local:
+            script.notes.append(
+                ", ".join(md.code(p) for p in release.local)
+                + " carry a local build label: install them from the index that builds them "
+                "(for torch, https://download.pytorch.org/whl/ and its CUDA tag)"
+            )
+        return script
+    if release is not None:
+        script.notes.append(
+            f"the release's own resolve could not be made ({release.splitlines()[0][:200]}): "
+            "this pins the failing machine's whole environment"
+        )
     if pins.lines:
         head = []
         if pins.localized:
@@ -140,6 +182,8 @@ def _token(
         return token
     path = Path(token)
     embedded = _embed(script, path)
+    if embedded is None:
+        embedded = _embed_kept(script, run, path)
     if embedded is not None:
         return embedded
     script.notes.append(
@@ -149,7 +193,7 @@ def _token(
     return token
 
 
-def _embed(script: Script, path: Path) -> str | None:
+def _embed(script: Script, path: Path, name: str | None = None) -> str | None:
     if path.suffix not in EMBED_SUFFIXES:
         return None
     try:
@@ -158,11 +202,26 @@ def _embed(script: Script, path: Path) -> str | None:
         content = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    name = path.name
+    name = name or path.name
     if script.files.get(name, content) != content:
         name = f"{path.parent.name}_{path.name}"
     script.files[name] = content
     return name
+
+
+def _embed_kept(script: Script, run: RunEvidence, path: Path) -> str | None:
+    """A recipe file the run kept (``recipe/`` in its directory), where the recipe's
+    folder is not on this machine."""
+    if run.recipe is None:
+        return None
+    try:
+        rel = path.relative_to(run.recipe.recipe_dir)
+    except ValueError:
+        return None
+    kept = run.path / RECIPE_FILES / rel
+    if ".." in rel.parts or kept.is_symlink():
+        return None
+    return _embed(script, kept, name=path.name)
 
 
 def render(script: Script, commands: Sequence[str]) -> str:
@@ -216,7 +275,7 @@ def section(
     script.clean = clean
     failing = command(script, run, cell, env)
     pins = freeze.read(env.freeze)
-    what = (
+    what = script.what or (
         f"its exact pins ({md.plural(len(pins.lines), 'package')}, from its `uv pip freeze`)"
         if pins.lines
         else "its requirements"

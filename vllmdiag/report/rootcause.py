@@ -8,21 +8,18 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
+from vllmdiag.model.hang import HangReport
 from vllmdiag.model.outcome import CauseSummary, Outcome
 from vllmdiag.report import md
 from vllmdiag.report.case import Case
+from vllmdiag.runner.reread import cell_log
+from vllmdiag.triage.blame import blame_text
 from vllmdiag.triage.lines import normalise
 
 #: A traceback longer than this shows its first and last lines.
 HEAD, TAIL = 8, 30
 #: A log line is shown up to this many bytes.
 LINE_MAX = 4096
-_WHERE = {
-    "vllm": "in vLLM's own code",
-    "user": "in the workload's own code",
-    "tool": "in vllmdiag's own code",
-    "unknown": "in code the log does not show",
-}
 _EVIDENCE = {
     "traceback": "read from its traceback",
     "exception-line": "read from the exception line (the log has no traceback header)",
@@ -33,6 +30,8 @@ _EVIDENCE = {
 
 def section(case: Case) -> str | None:
     cell, cause = case.cell, case.cause
+    if cell.hang is not None and cause is not None and cause.evidence in ("hang-dump", "timeout"):
+        return _hung(cell.hang, cause)
     if cause is None or cause.reader_error or not cause.signature:
         if cell.outcome is Outcome.TIMEOUT:
             return f"The cell did not finish: {cell.reason or 'timeout'} ({cell.elapsed_s:.0f} s)."
@@ -49,27 +48,46 @@ def section(case: Case) -> str | None:
     return "\n".join(out)
 
 
+def _hung(hang: HangReport, cause: CauseSummary) -> str:
+    """A cell killed at its timeout: where it hung, from the stacks dumped before the
+    kill (nothing was raised)."""
+    out = [f"**Signature:** {md.code(cause.signature or 'Timeout')}", ""]
+    out.append(f"The cell hung: it was {hang.describe()}.")
+    if hang.stuck is not None and hang.stuck.frames:
+        frames = "\n".join(f.short() for f in hang.stuck.frames)
+        out += ["", "The stuck thread's own frames, innermost first (py-spy):", ""]
+        out.append(md.fence(frames, "text"))
+    return "\n".join(out)
+
+
 def _log(case: Case) -> Path | None:
-    """The cell's log, if it is a regular file inside the run directory (a result that
-    names a file elsewhere is not followed)."""
-    run = case.run.path.resolve()
-    named = Path(case.cell.log) if case.cell.log else run / "cells" / case.cell.id / "log.txt"
-    try:
-        log = named.resolve()
-        inside = log.is_relative_to(run) and log.is_file()
-    except OSError:
-        return None
-    return log if inside else None
+    return cell_log(case.run.path, case.cell)
 
 
 def _sentence(cause: CauseSummary) -> str:
-    where = _WHERE.get(cause.origin)
-    if where is None:
-        where = f"in {cause.package}'s code" if cause.package else "in a dependency's code"
+    where = _raised_where(cause)
     frame = f" ({md.code(cause.frames[-1])})" if cause.frames else ""
     process = f" in process {md.code(cause.process)}" if cause.process else ""
     how = _EVIDENCE.get(cause.evidence or "", "")
-    return f"Raised{process}, {where}{frame}" + (f"; {how}." if how else ".")
+    raised = f"Raised{process}, {where}{frame}" + (f"; {how}." if how else ".")
+    whose = blame_text(cause.origin, cause.package, cause.why)
+    return f"{raised} Whose fault it is: {md.code(whose)}."
+
+
+def _raised_where(cause: CauseSummary) -> str:
+    """Where it was raised, which need not be whose fault it is."""
+    at = cause.raised_in
+    if at is None:  # a reading recorded before raised_in: its origin was the place
+        at = {"vllm": "vllm", "user": "script", "tool": "vllmdiag"}.get(cause.origin)
+        if at is None and cause.origin == "dependency":
+            at = cause.package
+    if at == "vllm":
+        return "in vLLM's own code"
+    if at == "script":
+        return "in the workload's own code"
+    if at == "vllmdiag":
+        return "in vllmdiag's own code"
+    return f"in {at}'s code" if at else "in code the log does not show"
 
 
 def _excerpt(log: Path, lines: tuple[int, int]) -> str | None:

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import re
 
-from vllmdiag.model.verdict import Effect
-from vllmdiag.report import freeze, md
+from vllmdiag.model.verdict import ArmVerdict, Effect
+from vllmdiag.report import advice, freeze, md
 from vllmdiag.report.case import Case
 from vllmdiag.report.model import Target, TargetKind, Template
 from vllmdiag.report.target import Decision
 from vllmdiag.window import WindowResult
 
+#: The tool's two words, said once for a reader who does not know it.
+WORDS = (
+    "(Here a *cell* is one run of one workload under one configuration, and an *arm* is "
+    "one single-variable change from the baseline configuration: a flag, an environment "
+    "variable or a pinned package.)"
+)
 #: A title longer than this loses the end of its signature.
 TITLE_MAX = 140
 VLLM_PREFIX = "[Bug]: "
@@ -31,6 +37,11 @@ def title(case: Case, decision: Decision, window: WindowResult | None) -> str:
     elif target.kind is TargetKind.DEPENDENCY:
         have = _version(case, target)
         head = f"{target.project} {have}: " if have else f"{target.project}: "
+    elif target.kind is TargetKind.NOT_A_BUG:
+        origin = case.cause.origin if case.cause is not None else "unknown"
+        head = f"Not an upstream bug ({origin}): "
+    elif target.kind is TargetKind.CALLER:
+        head = f"{target.project} calls vLLM wrongly: "
     else:
         head = ""
     prefix = VLLM_PREFIX if target.template is Template.VLLM_BUG else ""
@@ -65,6 +76,8 @@ def paragraph(case: Case, decision: Decision, window: WindowResult | None) -> st
     if case.env is not None and case.env.stack.vllm:
         where += f", vLLM {case.env.stack.vllm}"
     out: list[str] = []
+    if decision.target.kind is TargetKind.NOT_A_BUG:
+        out.append(advice.paragraph(case))
     c = decision.consumer
     if decision.target.kind is TargetKind.DEPENDENCY_METADATA and c is not None and window:
         out.append(
@@ -82,26 +95,51 @@ def paragraph(case: Case, decision: Decision, window: WindowResult | None) -> st
     metadata = decision.target.kind is TargetKind.DEPENDENCY_METADATA
     if metadata and c is not None and window is not None and c.suggested_specifier:
         out.append(f"Suggested fix: declare {md.code(window.package + c.suggested_specifier)}.")
+    out.append(WORDS)
     return " ".join(out)
 
 
 def _fix_sentences(case: Case) -> list[str]:
+    """What the arms showed, claiming no more than ran: arms an interrupted run never ran
+    are named as not run, and compound arms are never called single-variable (the arm's
+    detail says it is compound)."""
     verdict = case.run.verdict
     if verdict is None or not verdict.arms:
         return []
     tried = [a for a in verdict.arms if a.effect is not Effect.CONTROL]
+    ran = [a for a in tried if a.effect is not Effect.NOT_RUN]
+    missing = [md.code(a.name) for a in tried if a.effect is Effect.NOT_RUN]
     ruled = [md.code(a.name) for a in verdict.arms if a.effect is Effect.RULED_OUT]
+    kind = _kind(ran)
     out = []
     fix = case.fix
-    if fix is not None:
+    if not ran:
+        out.append(f"None of the {md.plural(len(tried), 'arm')} ran.")
+    elif fix is not None:
         change = fix.arm.describe() if fix.arm is not None else fix.verdict.name
-        out.append(
-            f"Of {md.plural(len(tried), 'single-variable change')} tried, "
-            f"{md.code(change)} is sufficient: it {fix.verdict.detail}."
+        of = (
+            f"Of {md.plural(len(ran), kind)} that ran"
+            if missing
+            else f"Of {md.plural(len(ran), kind)} tried"
         )
+        out.append(f"{of}, {md.code(change)} is sufficient: it {fix.verdict.detail}.")
     else:
-        tried_n = md.plural(len(tried), "single-variable change")
-        out.append(f"None of {tried_n} tried is sufficient.")
+        tried_n = md.plural(len(ran), kind)
+        out.append(f"None of {tried_n} {'that ran' if missing else 'tried'} is sufficient.")
+    if missing:
+        out.append(
+            f"Not run (the run was interrupted): {', '.join(missing)}; nothing is concluded "
+            "from them."
+        )
     if ruled:
         out.append(f"Ruled out: {', '.join(ruled)}.")
     return out
+
+
+def _kind(arms: list[ArmVerdict]) -> str:
+    """How to call these arms: single-variable changes only when every one is."""
+    if arms and all(a.single_variable for a in arms):
+        return "single-variable change"
+    if arms and not any(a.single_variable for a in arms):
+        return "compound change"
+    return "change"

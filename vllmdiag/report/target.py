@@ -3,8 +3,11 @@
 A window in which a consumer's declared range admits versions without the symbol, tied
 to this failure (the failing leg has one of those versions, or the root cause names the
 symbol), is a dependency-metadata defect: it goes to the consumer, as the seeds reported
-vLLM 0.18.0's range of nvidia-cutlass-dsl. Otherwise triage's ``origin`` decides: vLLM's
-code → vLLM; a dependency's code → that dependency; the workload's own code → the
+vLLM 0.18.0's range of nvidia-cutlass-dsl. Otherwise whose fault triage says it is
+(``origin``) decides: ``vllm`` → vLLM's bug form; ``dependency`` → that package;
+``caller`` → the framework that drives vLLM wrongly (its tracker); ``config`` and
+``environment`` → no upstream issue at all (the draft says what to change and why it is
+not a bug); ``tool`` → vllmdiag; a failure whose fault the log does not show → the
 dependency whose pin made it pass, if an arm showed one; else nobody can be named.
 """
 
@@ -85,14 +88,40 @@ def _metadata(case: Case, window: WindowResult, versions: dict[str, str]) -> Dec
 def _by_origin(case: Case, versions: dict[str, str]) -> Target:
     cause = case.cause
     origin = cause.origin if cause is not None else "unknown"
+    why = f" ({cause.why})" if cause is not None and cause.why else ""
     frame = f" ({cause.frames[-1]})" if cause is not None and cause.frames else ""
     pins = case.fix.pins if case.fix is not None else ()
+    if origin in ("config", "environment"):
+        whose = "the user's own settings" if origin == "config" else "the machine it ran on"
+        return Target(
+            "",
+            TargetKind.NOT_A_BUG,
+            Template.GENERIC,
+            f"Not an upstream bug: the failure lies in {whose}{why}. No issue to file; "
+            "change the setting instead.",
+        )
     if origin == "vllm":
         return Target(
             "vllm",
             TargetKind.VLLM,
             Template.VLLM_BUG,
-            f"The root cause is raised in vLLM's own code{frame}.",
+            f"The failure is vLLM's{why}; raised in vLLM's own code{frame}.",
+        )
+    if origin == "caller" and cause is not None and cause.package:
+        return Target(
+            freeze.distribution(cause.package, versions),
+            TargetKind.CALLER,
+            Template.GENERIC,
+            f"{cause.package} drives vLLM and calls it wrongly{why}: the fix is in "
+            f"{cause.package}, so the issue goes to its tracker.",
+        )
+    if origin == "caller":
+        return Target(
+            "",
+            TargetKind.NOT_A_BUG,
+            Template.GENERIC,
+            f"The workload's own script calls vLLM wrongly{why}: fix the script; no "
+            "upstream issue.",
         )
     if origin == "dependency" and cause is not None and cause.package:
         dist = freeze.distribution(cause.package, versions, [freeze.pin_name(p) for p in pins])
@@ -101,9 +130,10 @@ def _by_origin(case: Case, versions: dict[str, str]) -> Target:
             dist,
             TargetKind.DEPENDENCY,
             Template.GENERIC,
-            f"The root cause is raised in {cause.package}'s code{frame}, installed as "
-            f"{dist} {have or '(version not recorded)'}; no window ties it to a consumer's "
-            "declared range.",
+            f"The failure is {cause.package}'s{why}, installed as "
+            f"{dist} {have or '(version not recorded)'}"
+            + (f"; the one sufficient change is the pin {pins[0]}" if pins else "")
+            + "; no window ties it to a consumer's declared range.",
         )
     if origin == "tool":
         return Target(
@@ -114,28 +144,27 @@ def _by_origin(case: Case, versions: dict[str, str]) -> Target:
         )
     if pins:
         name = freeze.pin_name(pins[0])
-        where = "the workload's own code" if origin == "user" else "no frame the log shows"
         return Target(
             name,
             TargetKind.DEPENDENCY,
             Template.GENERIC,
-            f"The root cause is raised in {where}{frame}, and the one sufficient change is "
-            f"the pin {pins[0]}: a change in {name} broke it. Whether a consumer's declared "
-            f"range admits the breaking versions is a window's question "
+            f"Whose fault it is the log does not show{why}{frame}, and the one sufficient "
+            f"change is the pin {pins[0]}: a change in {name} broke it. Whether a consumer's "
+            f"declared range admits the breaking versions is a window's question "
             f"(vllmdiag window {name} --symbol MODULE.ATTR --consumer PKG==VERSION).",
         )
-    if origin != "user" and case.env is not None and case.env.stack.vllm:
+    if case.env is not None and case.env.stack.vllm:
         return Target(
             "vllm",
             TargetKind.VLLM,
             Template.VLLM_BUG,
-            f"The log places the failure in no project's code; the failing program runs "
-            f"vLLM {case.env.stack.vllm}.",
+            f"The log places the failure in no project's code{why}; the failing program "
+            f"runs vLLM {case.env.stack.vllm}.",
         )
     return Target(
         "",
         TargetKind.UNDETERMINED,
         Template.GENERIC,
-        "The root cause is raised in the workload's own code" + frame + ", and no arm or "
-        "window points at a project: review it before filing anywhere.",
+        f"Whose fault it is the log does not show{why}{frame}, and no arm or window points "
+        "at a project: review it before filing anywhere.",
     )

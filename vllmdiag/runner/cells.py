@@ -27,7 +27,7 @@ from vllmdiag.envs.cache import Env, EnvCache
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.journal import JournalSink, RunDir, host
-from vllmdiag.measuring import is_measuring, stopped_by
+from vllmdiag.measuring import is_measuring, stopped_by, strays_ended
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import cells as planmod
@@ -38,7 +38,9 @@ from vllmdiag.runner.events import (
     CellsEvent,
     CellSpawned,
     CellStarted,
+    CellSwept,
     CellTick,
+    LeftoversEnded,
     RunFinished,
     RunStarted,
 )
@@ -146,6 +148,7 @@ class _Run:
                 command=options.command,
             )
         self.run_id = run_id_of(self.run) if options.resume else uuid.uuid4().hex[:16]
+        self.run.keep_secret_digests()
         self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
         self.nodes: list[NodeLegs] = []
@@ -175,6 +178,9 @@ class _Run:
                 job=dict(self.opts.job),
             )
         )
+        strays = strays_ended()
+        if strays:
+            self.emit(LeftoversEnded(tuple(s.pid for s in strays), tuple(s.tag for s in strays)))
         interrupted = False
         try:
             nodes, self.cluster = nodes_for(self.opts.executor, self.opts.cache)
@@ -350,10 +356,12 @@ class _Run:
             return Finished(self._on(node, error_result(cell, exc.message, c)), lost_node=exc.node)
         except ProcessError as exc:
             return Finished(self._on(node, error_result(cell, exc.render(), c)))
+        if done.swept:
+            relay(CellSwept(cell.id, done.swept))
         if done.interrupted:
             relay(CellInterrupted(cell.id, done.elapsed_s))
             return Finished(None)
-        result = judge.judge(cell, done, c.key, c.env, c.argv, task.log)
+        result = judge.judge(cell, done, c.key, c.env, c.argv, task.log, c.dialect)
         return Finished(self._on(node, result))
 
     def _on(self, node: NodeLegs, result: CellResult) -> CellResult:
@@ -370,6 +378,8 @@ class _Run:
         self._finish(job.index, error_result(self.plans[job.cell_id], f"not run: {why}"))
 
     def _finish(self, index: int, result: CellResult) -> None:
+        if result.argv:
+            self.run.keep_recipe_files(self.recipe.recipe_dir, result.argv)
         self.run.write_result(result)
         self.results[result.id] = result
         self.emit(CellFinished(index, self.total, result.id, result))

@@ -31,9 +31,12 @@ class RunStarted:
 
 @dataclass(frozen=True)
 class LeftoversEnded:
-    """Processes an earlier, killed run of this directory left running, now ended."""
+    """Processes an earlier, killed run left running, now ended: of this directory (on
+    resume) or of any run on this node (when the job took the node lock; ``tags`` then
+    names their cells)."""
 
     pids: tuple[int, ...]
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,15 @@ class CellSpawned:
 
 
 @dataclass(frozen=True)
+class CellSwept:
+    """Processes the cell started (daemons, escapees) still running when it ended, ended
+    then."""
+
+    id: str
+    pids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class CellTick:
     journaled: ClassVar[bool] = False
 
@@ -147,6 +159,7 @@ CellsEvent = (
     | Note
     | CellStarted
     | CellSpawned
+    | CellSwept
     | CellTick
     | CellReused
     | CellFinished

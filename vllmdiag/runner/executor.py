@@ -25,9 +25,11 @@ from vllmdiag.envs.cache import Env, EnvCache, EnvEvent
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import ConfigError, ProcessError, RunDirError
 from vllmdiag.events import Observer, ignore
+from vllmdiag.fingerprint.startup import TIMEOUT_LINE
 from vllmdiag.hygiene import DoctorReport, doctor
 from vllmdiag.journal import RunDir, host
 from vllmdiag.plan.workloads import BenchDialect
+from vllmdiag.runner import hangdump
 from vllmdiag.runner.slots import local_gpu_ids
 from vllmdiag.runner.vllm_cli import bench_dialect
 
@@ -63,6 +65,8 @@ class CellRun:
     elapsed_s: float
     timed_out: bool
     interrupted: bool
+    #: Processes the cell started that still ran when it ended, ended then.
+    swept: tuple[int, ...] = ()
 
 
 Tick = Callable[[float], None]
@@ -144,6 +148,37 @@ class ClusterExecutor(Protocol):
     ) -> CellRun: ...
 
 
+def timeout_line(task: CellTask, when: datetime, silent_s: float | None) -> str:
+    """The line a cell's log ends with when it is killed at its timeout (the start-up
+    timeline ends there, and says how long the log had been silent)."""
+    silent = f"; log silent {silent_s:.1f} s" if silent_s is not None else ""
+    stamp = when.isoformat(timespec="milliseconds")
+    return f"{TIMEOUT_LINE} {stamp} local time after {task.timeout:g} s{silent}\n"
+
+
+def dump_before_kill(task: CellTask) -> proc.OnTimeout:
+    """What :func:`proc.run` does at a cell's timeout, before it ends the tree: end the
+    log with :func:`timeout_line` and dump the tree's Python stacks into the cell's
+    directory (beside its log)."""
+
+    def hook(root: int, pids: set[int]) -> None:
+        when = datetime.now()
+        silent = hangdump.silent_s(task.log)
+        with contextlib.suppress(OSError), open(task.log, "a+b") as fh:
+            cut = fh.tell() > 0 and fh.seek(fh.tell() - 1) >= 0 and fh.read(1) != b"\n"
+            fh.write((b"\n" if cut else b"") + timeout_line(task, when, silent).encode())
+        hangdump.dump_tree(
+            root,
+            pids,
+            task.log.parent,
+            timeout_s=task.timeout,
+            killed_at=when.isoformat(timespec="milliseconds"),
+            silent_s=silent,
+        )
+
+    return hook
+
+
 def log_header(task: CellTask) -> str:
     """The first lines of a cell's log: when it started (local time, the clock vLLM's own
     log stamps use, so start-up phases line up) and the command."""
@@ -215,6 +250,7 @@ class LocalExecutor:
                 on_tick=on_tick,
                 on_spawn=on_spawn,
                 cancel=task.cancel,
+                on_timeout=dump_before_kill(task),
             )
         except OSError as exc:  # the log cannot be written: the tool's failure, not the cell's
             raise RunDirError(
@@ -223,7 +259,7 @@ class LocalExecutor:
                 hint="free some space (or fix permissions) on the run directory's disk, "
                 "then resume the run with --resume",
             ) from None
-        return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted)
+        return CellRun(done.rc, done.elapsed_s, done.timed_out, done.interrupted, done.swept)
 
 
 def nodes_for(executor: Executor, cache: EnvCache) -> tuple[list[Node], bool]:

@@ -21,7 +21,7 @@ from vllmdiag.envs.cache import Env
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer
-from vllmdiag.hygiene import DoctorReport
+from vllmdiag.hygiene import DoctorReport, failed_leg
 from vllmdiag.journal import RunDir
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan.cells import CellPlan, legs_needed
@@ -150,6 +150,10 @@ def _prepare(
         run.write_json(f"{where}/{spec.key()}.json", codec.dump(record))
     run_env = dict(recipe.baseline.env)
     reports = {env.spec.name: node.doctor(env, run_env) for env in legs.envs.values()}
+    for spec in specs:  # a path: leg that cannot be used is a hygiene finding too
+        failed = legs.failures.get(spec.key())
+        if spec.existing is not None and failed is not None:
+            reports.setdefault(spec.name, failed_leg(spec.name, str(spec.existing), failed))
     legs.hygiene = HygieneSummary(reports)
     return NodeLegs(node, legs, label)
 

@@ -7,15 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmdiag import proc
+from vllmdiag import proc, stray
 from vllmdiag.envs.cache import Env
 from vllmdiag.journal import RunDir
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.plan import cells as planmod
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.runner.legs import NodeLegs
 from vllmdiag.runner.slots import Placement
+
+#: What a cell never inherits from vllmdiag's environment (``VLLMDIAG_CACHE``,
+#: ``VLLMDIAG_LOCK``, a tag of the cell vllmdiag itself runs in); a recipe may set them.
+INHERITED_NOT = "VLLMDIAG_"
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,7 @@ class CellOnNode:
     argv: list[str]
     key: str
     out_dir: Path
+    dialect: wlmod.BenchDialect = wlmod.CURRENT
 
 
 def on_node(
@@ -40,7 +46,7 @@ def on_node(
     wl = recipe.workloads[cell.workload]
     dialect = (
         node.node.dialect(env, cell.env.get("PYTHONPATH", ""))
-        if wl.builtin is not None
+        if wl.builtin is not None or benchmod.bench_kind(wlmod.template(wl)) is not None
         else wlmod.CURRENT
     )
     argv = wlmod.render(
@@ -53,17 +59,21 @@ def on_node(
         dialect=dialect,
     )
     key = planmod.reuse_key(cell, env.lock_hash, argv, cell.workload)
-    return CellOnNode(cell, node, env, argv, key, out_dir)
+    return CellOnNode(cell, node, env, argv, key, out_dir, dialect)
 
 
 def child_environ(c: CellOnNode, placement: Placement, run_id: str) -> dict[str, str]:
     """What the cell's process gets: the node's environment less what leaks between
-    runs, the leg first on PATH, the recipe's variables, its GPUs, its tag."""
+    runs, the leg first on PATH, the recipe's variables, its GPUs, its tag and node."""
     env = c.env.child_environ(c.node.node.base_environ())
+    for name in [k for k in env if k.startswith(INHERITED_NOT)]:
+        del env[name]  # vllmdiag's own settings (cache, lock) are not the cell's
     env.update(c.plan.env)
     if placement.visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = placement.visible
     env[proc.TAG_VAR] = f"{run_id}:{c.plan.id}"
+    env[stray.NODE_VAR] = stray.node_id()
+    env[stray.OWNER_VAR] = stray.owner_id()
     return env
 
 

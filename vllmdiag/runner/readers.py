@@ -75,9 +75,11 @@ class RunReaders:
                 hint=f"fix it, or unset {CATALOGUE_VAR} (failing cells are triaged with it)",
             ) from None
 
-    def root_cause(self, log: Path) -> CauseSummary:
+    def root_cause(self, log: Path, tool_dirs: Sequence[str] = ()) -> CauseSummary:
+        """The cell's root cause; ``tool_dirs``: directories vllmdiag wrote (the run
+        directory), whose files are its own code besides its package."""
         try:
-            triage = triage_file(log)
+            triage = triage_file(log, tool_dirs=tool_dirs)
         except Exception as exc:  # a triage bug is recorded, never fatal to the cell
             return CauseSummary(reader_error=f"triage failed: {exc!r}")
         root = triage.root_cause
@@ -93,6 +95,8 @@ class RunReaders:
             advice=root.advice,
             origin=root.origin,
             package=root.package,
+            why=root.why or None,
+            raised_in=root.raised_in,
             evidence=root.evidence,
             frames=tuple(root.frames),
             lines=root.lines,
@@ -122,35 +126,56 @@ class RunReaders:
         failures: Mapping[str, EnvError],
     ) -> dict[str, str]:
         """Arms that did not take effect, and why (see :mod:`vllmdiag.model.inert`)."""
-        by_arm: dict[str, list[CellResult]] = {}
-        for r in results:
-            by_arm.setdefault(r.arm, []).append(r)
-        base_fps = [r.fingerprint for r in by_arm.get(BASELINE, []) if r.fingerprint]
         known_cache: dict[str, frozenset[str] | None] = {}
-        out = {}
         for arm in recipe.arms:
             leg = planmod.arm_leg(recipe, arm)
             env = envs.get(leg.key())
             # Only env arms need the leg's known variables; ask each leg once.
             if arm.env and env is not None and leg.key() not in known_cache:
                 known_cache[leg.key()] = _known_env_vars(env)
-            cells = by_arm.get(arm.name, [])
-            texts = [_read_bounded(Path(c.log)) for c in cells if c.log]
-            failure = failures.get(leg.key())
-            evidence = ArmEvidence(
-                arm=arm,
-                versions=env.stack.versions() if env else {},
-                known_env=known_cache.get(leg.key()),
-                unknown_env_warnings=unknown_env_vars(texts),
-                log_texts=texts,
-                fingerprints=[c.fingerprint for c in cells if c.fingerprint],
-                baseline_fingerprints=base_fps,
-                pin_not_held=failure.problems if isinstance(failure, PinNotHeld) else (),
-            )
-            reason = inert_reason(evidence)
-            if reason:
-                out[arm.name] = reason
-        return out
+        return inert_from(
+            recipe,
+            results,
+            versions={k: dict(e.stack.versions()) for k, e in envs.items()},
+            known_env=known_cache,
+            pin_not_held={k: f.problems for k, f in failures.items() if isinstance(f, PinNotHeld)},
+        )
+
+
+def inert_from(
+    recipe: Recipe,
+    results: Sequence[CellResult],
+    versions: Mapping[str, Mapping[str, str]],
+    known_env: Mapping[str, frozenset[str] | None] | None = None,
+    pin_not_held: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, str]:
+    """Arms that did not take effect, and why, from what the run recorded: each leg's
+    versions (by leg key), the cells' logs and fingerprints; the leg's known environment
+    variables and the pins that did not hold where they are known (a run read back from
+    its directory has only what it wrote)."""
+    by_arm: dict[str, list[CellResult]] = {}
+    for r in results:
+        by_arm.setdefault(r.arm, []).append(r)
+    base_fps = [r.fingerprint for r in by_arm.get(BASELINE, []) if r.fingerprint]
+    out = {}
+    for arm in recipe.arms:
+        key = planmod.arm_leg(recipe, arm).key()
+        cells = by_arm.get(arm.name, [])
+        texts = [_read_bounded(Path(c.log)) for c in cells if c.log]
+        evidence = ArmEvidence(
+            arm=arm,
+            versions=versions.get(key, {}),
+            known_env=(known_env or {}).get(key),
+            unknown_env_warnings=unknown_env_vars(texts),
+            log_texts=texts,
+            fingerprints=[c.fingerprint for c in cells if c.fingerprint],
+            baseline_fingerprints=base_fps,
+            pin_not_held=(pin_not_held or {}).get(key, ()),
+        )
+        reason = inert_reason(evidence)
+        if reason:
+            out[arm.name] = reason
+    return out
 
 
 def _known_env_vars(env: Env) -> frozenset[str] | None:

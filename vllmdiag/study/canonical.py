@@ -1,8 +1,11 @@
-"""Canonical runs: exactly one run per (leg, model, workload) counts. A pure function
-over every result in a study directory.
+"""Canonical values: every run of a (leg, model, workload) measured under the study's
+current settings counts, pooled. A pure function over every result in a study directory.
 
 A run is one batch's cells of a slot (one per repeat). The rule, as ``CANONICAL.md``
-states it, is :data:`RULE`.
+states it, is :data:`RULE`. Two batches under the same settings are two samples of one
+measurement: keeping only the latest would hide how far they disagree (the H200 study
+measured 62,313 and then 89,145 tok/s under identical settings), so both count, and the
+tables show the spread and flag the value "unstable" when it exceeds the 5 % band.
 """
 
 from __future__ import annotations
@@ -24,18 +27,20 @@ from vllmdiag.study.model import (
 from vllmdiag.study.plan import Slot
 
 RULE = (
-    "Exactly one run counts for each (leg, model, workload): a run is one batch's cells "
-    "of it, one per repeat. A run is a candidate only if (1) the study's recipe still has "
-    "that (leg, model, workload); (2) its leg was clean in that batch (no contamination "
-    "found by the hygiene check); (3) every cell was measured under the study's current "
-    "settings: the same leg, installed the same (the same lock hash: every package at "
-    "the same version), the same command (model, tensor-parallel size, flags, workload "
-    "shape; the run directory and the leg's interpreter aside) and the same environment "
-    "overlay; (4) it passed: every repeat passed, and at least as many repeats as the "
-    "study asks. Among the candidates the latest (by the time its last cell finished) is "
-    "canonical; its value is the median of its repeats. Every other run is listed with "
-    "why it does not count. A resumed batch reuses a cell only when its settings are the "
-    "same, so no run measured under other settings is ever counted."
+    "A run is one batch's cells of a (leg, model, workload), one per repeat. A run counts "
+    "only if (1) the study's recipe still has that (leg, model, workload); (2) its leg was "
+    "clean in that batch (no contamination found by the hygiene check); (3) every cell was "
+    "measured under the study's current settings: the same leg, installed the same (the "
+    "same lock hash: every package at the same version), the same command (model, "
+    "tensor-parallel size, flags, workload shape; the run directory and the leg's "
+    "interpreter aside) and the same environment overlay; (4) it passed: every repeat it "
+    "ran passed. A (leg, model, workload) has a value once one such run has at least as "
+    "many repeats as the study asks; then every run that counts is pooled (an interrupted "
+    "one too): the value is the median over all their cells, shown with its spread "
+    "(± half of max/min-1) and n, and flagged unstable when max/min-1 exceeds the 5 % "
+    "band. The latest complete run is the reference run (its cells are linked). Every run "
+    "that does not count is listed with why. A resumed batch reuses a cell only when its "
+    "settings are the same, so no run measured under other settings is ever counted."
 )
 
 
@@ -103,20 +108,25 @@ def _choose(
     for batch, cells in _by_time(found, order):
         status, reason = _judge(cells, want, repeats, skip, freezes)
         judged.append((_ref(batch, cells), status, reason, cells))
-    candidates = [j for j in judged if j[1] is None]
-    winner = candidates[-1] if candidates else None
-    excluded = []
-    for ref, status, reason, _ in judged:
-        if winner is not None and ref is winner[0]:
-            continue
-        if status is None:
-            assert winner is not None
-            status, reason = Standing.SUPERSEDED, f"superseded by {winner[0].batch} (later)"
-        excluded.append(Excluded(ref, status, reason))
-    if winner is not None:
-        values, per_repeat = _values(winner[3])
-        return Choice(slot, winner[0], values, per_repeat, None, tuple(excluded))
-    return Choice(slot, None, {}, {}, _missing(judged, skip), tuple(excluded), _outcome(judged))
+    complete = [j for j in judged if j[1] is None]
+    if not complete:
+        excluded = tuple(Excluded(ref, st, why) for ref, st, why, _ in judged if st is not None)
+        return Choice(slot, None, {}, {}, _missing(judged, skip), excluded, _outcome(judged))
+    # An interrupted run that passed what it ran is evidence too, once one run is whole.
+    pools = (None, Standing.INCOMPLETE)
+    counted = [j for j in judged if j[1] in pools]
+    excluded = tuple(Excluded(ref, st, why) for ref, st, why, _ in judged if st not in pools)
+    values, per_repeat, origins = _values(counted)
+    return Choice(
+        slot,
+        complete[-1][0],
+        values,
+        per_repeat,
+        None,
+        excluded,
+        pooled=tuple(j[0] for j in counted),
+        origins=origins,
+    )
 
 
 def _judge(
@@ -179,14 +189,22 @@ def _outcome(judged: list[tuple[RunRef, Standing | None, str, list[Measured]]]) 
     return None
 
 
-def _values(cells: list[Measured]) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
+def _values(
+    runs: Sequence[tuple[RunRef, Standing | None, str, list[Measured]]],
+) -> tuple[dict[str, float], dict[str, tuple[float, ...]], dict[str, tuple[str, ...]]]:
+    """Per metric: the median over every cell of ``runs``, the values (oldest run first,
+    then by repeat) and where each came from (``batch/cell``)."""
     per: dict[str, list[float]] = {}
-    for c in sorted(cells, key=lambda c: c.repeat):
-        for name, value in c.metrics.items():
-            per.setdefault(name, []).append(value)
+    where: dict[str, list[str]] = {}
+    for ref, _, _, cells in runs:
+        for c in sorted(cells, key=lambda c: c.repeat):
+            for name, value in c.metrics.items():
+                per.setdefault(name, []).append(value)
+                where.setdefault(name, []).append(f"{ref.batch}/{c.cell}")
     return (
         {k: float(statistics.median(v)) for k, v in per.items()},
         {k: tuple(v) for k, v in per.items()},
+        {k: tuple(v) for k, v in where.items()},
     )
 
 

@@ -21,7 +21,7 @@ def study_table(path: Path, table: str | None = None) -> ResultTable:
     chosen = _pick(tables, path, table)
     points = []
     for row in chosen.rows:
-        for leg, value in zip(chosen.legs, row.values, strict=True):
+        for i, (leg, value) in enumerate(zip(chosen.legs, row.values, strict=True)):
             choice = tables.selection.choice(Slot(leg, row.model, row.workload))
             ref = choice.canonical if choice is not None else None
             where = (
@@ -32,7 +32,11 @@ def study_table(path: Path, table: str | None = None) -> ResultTable:
             missing = None
             if value is None:
                 missing = (choice.missing if choice is not None else None) or "not run"
-            points.append(ResultPoint(row.model, row.workload, leg, value, missing, where))
+            spread = row.spreads[i] if i < len(row.spreads) else None
+            n = row.counts[i] if i < len(row.counts) and value is not None else None
+            points.append(
+                ResultPoint(row.model, row.workload, leg, value, missing, where, spread, n)
+            )
     direction: Direction = "lower" if chosen.better == "lower" else "higher"
     return table_from_results(
         points, source=str(path), title=chosen.title, direction=direction, legs=chosen.legs

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from vllmdiag.envs.cache import EnvCache
 from vllmdiag.errors import ConfigError
-from vllmdiag.plan import PlannedCell, PlannedLeg, legs_needed
+from vllmdiag.plan import PlannedCell, PlannedLeg, bench_check, legs_needed
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.study import plan as splan
 from vllmdiag.study.recipe import TP_FLAG, StudyRecipe
@@ -21,6 +21,8 @@ class StudyPlan:
     question: str
     legs: tuple[PlannedLeg, ...]
     cells: tuple[PlannedCell, ...]
+    #: What the workloads' ``vllm bench`` commands will not measure as written.
+    warnings: tuple[str, ...] = ()
 
 
 def study_plan(
@@ -53,7 +55,21 @@ def study_plan(
             )
         )
     legs = tuple(PlannedLeg.of(leg) for leg in legs_needed(splan.plans(cells)))
-    return StudyPlan(study.name, study.question, legs, tuple(planned))
+    return StudyPlan(
+        study.name, study.question, legs, tuple(planned), bench_warnings(study, filters)
+    )
+
+
+def bench_warnings(study: StudyRecipe, filters: splan.Filters | None = None) -> tuple[str, ...]:
+    """What each (model, workload)'s ``vllm bench`` command will not measure as written."""
+    out: list[str] = []
+    for cell in splan.expand(study, filters or splan.Filters()):
+        wl = splan.workload_config(study, cell.slot.model, cell.slot.workload)
+        found = bench_check.workload_problems(
+            cell.slot.workload, wl, cell.plan.flags, study.recipe_dir
+        )
+        out += [f"{p} (model {cell.slot.model})" for p in found]
+    return tuple(dict.fromkeys(out))
 
 
 def render_cell(

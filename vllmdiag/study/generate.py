@@ -11,6 +11,7 @@ from pathlib import Path
 
 from vllmdiag import atomic, redact
 from vllmdiag.errors import RunDirError
+from vllmdiag.printable import printable
 from vllmdiag.study import plan as splan
 from vllmdiag.study import render
 from vllmdiag.study.canonical import Selection, select
@@ -82,7 +83,7 @@ def regenerate(path: Path, warn: Callable[[str], None] | None = None) -> Generat
 
 def _write(file: Path, text: str) -> None:
     try:
-        atomic.write_text(file, text)
+        atomic.write_text(file, printable(text))
     except OSError as exc:
         raise RunDirError(
             f"cannot write {file.name}: {exc.strerror or exc}",

@@ -159,7 +159,7 @@ def run_study(
         cache=options.cache,
         job={"study": study.name, "batch": info.name},
     )
-    with measuring(wait=options.wait, observer=observer) as stop:
+    with measuring(wait=options.wait, observer=observer, grace_s=options.grace_s) as stop:
         try:
             ran = run_cells(splan.as_recipe(study), splan.plans(cells), run_options, observer)
         except RunDirError as exc:  # its hint names the matrix command; say the study's

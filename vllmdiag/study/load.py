@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import model_validator
 
-from vllmdiag import redact
-from vllmdiag.config.recipe_load import resolve_recipe_path
+from vllmdiag import codec, redact
+from vllmdiag.config.recipe_load import flag_values, resolve_recipe_path
 from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.recipe import check_name
@@ -90,4 +90,4 @@ def study_secrets(study: StudyRecipe) -> list[str]:
     for leg in study.legs.values():
         for url in (leg.index_url, *leg.extra_index_urls):
             found += redact.url_secrets(url or "")
-    return found
+    return found + flag_values(codec.dump(study))

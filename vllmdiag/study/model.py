@@ -132,6 +132,7 @@ class Standing(str, Enum):
     OTHER_SETTINGS = "other settings"
     FAILED = "failed"
     INCOMPLETE = "incomplete"
+    #: No longer given (every same-settings run is pooled); kept to read old records.
     SUPERSEDED = "superseded"
 
 
@@ -153,9 +154,11 @@ class Excluded:
 
 @dataclass(frozen=True)
 class Choice:
-    """A slot's canonical run and its values (the median of the run's repeats, per
-    metric), or why it has none (``missing``); every other run, with why it does not
-    count. ``repeats``: each metric's values, repeat by repeat."""
+    """A slot's values (per metric, the median over every cell of every run that
+    counts: ``pooled``) and its reference run (``canonical``: the latest complete one),
+    or why it has none (``missing``); every other run, with why it does not count.
+    ``repeats``: each metric's values, oldest run first, repeat by repeat; ``origins``:
+    where each of them came from (``batch/cell``)."""
 
     slot: Slot
     canonical: RunRef | None
@@ -165,3 +168,5 @@ class Choice:
     excluded: tuple[Excluded, ...]
     #: The latest run's outcome when nothing counts ("fail", "timeout", "error", ...).
     outcome: str | None = None
+    pooled: tuple[RunRef, ...] = ()
+    origins: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -171,14 +171,16 @@ def _status(end: dict[str, Any]) -> str:
 
 
 def why(result: CellResult) -> str:
-    """A cell that did not pass, in one line: its root cause where triage found one."""
+    """A cell that did not pass, in one line: its root cause where triage found one, and
+    whose fault triage says it is."""
     if result.outcome is Outcome.PASS:
         return ""
     cause = result.root_cause
+    whose = f" [whose fault: {cause.origin}]" if cause is not None and cause.origin else ""
     if cause is not None and cause.type:
-        return f"{cause.type}: {cause.message or ''}".strip().rstrip(":")[:300]
+        return f"{cause.type}: {cause.message or ''}".strip().rstrip(":")[:300] + whose
     if cause is not None and cause.evidence == "death-line" and cause.message:
-        return cause.message[:300]
+        return cause.message[:300] + whose
     first = result.reason.splitlines()[0] if result.reason else ""
     return first[:300]
 

@@ -18,7 +18,15 @@ from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from vllmdiag.model.arms import Flag, coerce_env, coerce_flags
-from vllmdiag.model.recipe import NAME, Builtin, LegConfig, MetricSpec, Strict, check_name
+from vllmdiag.model.recipe import (
+    NAME,
+    TIMING_REPEATS,
+    Builtin,
+    LegConfig,
+    MetricSpec,
+    Strict,
+    check_name,
+)
 
 #: Where a problem is in the recipe (a key path) and what is wrong with it.
 Problem = tuple[tuple[str | int, ...], str, str | None]
@@ -127,7 +135,8 @@ class StudyRecipe(Strict):
     workloads: dict[str, StudyWorkload]
     metrics: dict[str, StudyMetric]
     harness: Harness = Harness()
-    repeats: int = Field(default=1, ge=1, le=100)
+    #: A study times things: by default enough repeats to measure its own noise.
+    repeats: int = Field(default=TIMING_REPEATS, ge=1, le=100)
     timeout: float = Field(default=3600.0, gt=0)
     source: Path | None = None
 

@@ -14,18 +14,30 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from vllmdiag.compare.columns import leg_aliases
+from vllmdiag.model.noise import FLOOR, SpreadGroup, estimate, relative_spread
 from vllmdiag.study.canonical import Selection
 from vllmdiag.study.model import Choice
 from vllmdiag.study.plan import Slot
 from vllmdiag.study.recipe import StudyRecipe
 
 
+class Call(str, Enum):
+    """What a ratio between two legs' values supports (see :mod:`vllmdiag.model.noise`)."""
+
+    DIFFERENCE = "difference"
+    NONE_DETECTED = "no difference detected"
+    NOT_CALLED = "not called"  # a side of one value: nothing separates it from noise
+
+
 @dataclass(frozen=True)
 class TableRow:
     """Values as shown (scaled), one per leg; speedups per consecutive pair; ``notes``:
-    numbers of the table's notes that say why a value is missing."""
+    numbers of the table's notes (why a value is missing, or its measurements when they
+    disagree). Per leg: ``spreads`` (max/min-1 over the pooled values, None under two),
+    ``counts`` (n) and ``unstable`` (spread beyond the 5 % band); per pair: ``calls``."""
 
     model: str
     tp: int
@@ -33,6 +45,10 @@ class TableRow:
     values: tuple[float | None, ...]
     ratios: tuple[float | None, ...]
     notes: tuple[int, ...] = ()
+    spreads: tuple[float | None, ...] = ()
+    counts: tuple[int, ...] = ()
+    unstable: tuple[bool, ...] = ()
+    calls: tuple[Call | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,23 +136,44 @@ def _table(study: StudyRecipe, selection: Selection, metric: str) -> MetricTable
     )
     notes: list[str] = []
     rows = []
+
+    def mark(text: str) -> int:
+        if text not in notes:
+            notes.append(text)
+        return notes.index(text) + 1
+
     for model in study.models:
         for wl in study.model_workloads(model):
             if metric not in study.workload_metrics(wl):
                 continue
             values: list[float | None] = []
+            pooled: list[tuple[float, ...]] = []
             marks: list[int] = []
             for leg in legs:
-                value, missing = _value(study, selection.choice(Slot(leg, model, wl)), metric)
+                choice = selection.choice(Slot(leg, model, wl))
+                value, missing = _value(study, choice, metric)
                 values.append(value)
+                raw = choice.repeats.get(metric, ()) if choice and value is not None else ()
+                pooled.append(raw)
                 if missing is not None:
-                    text = f"{leg}: {missing}"
-                    if text not in notes:
-                        notes.append(text)
-                    marks.append(notes.index(text) + 1)
+                    marks.append(mark(f"{leg}: {missing}"))
+                elif choice is not None and _unstable(raw):
+                    marks.append(mark(_disagree(study, leg, choice, metric)))
             ratios = tuple(_ratio(values[i], values[i + 1], lower) for i in range(len(pairs)))
+            calls = tuple(_call(ratios[i], pooled[i], pooled[i + 1]) for i in range(len(pairs)))
             rows.append(
-                TableRow(model, study.models[model].tp, wl, tuple(values), ratios, tuple(marks))
+                TableRow(
+                    model,
+                    study.models[model].tp,
+                    wl,
+                    tuple(values),
+                    ratios,
+                    tuple(marks),
+                    spreads=tuple(relative_spread(p) for p in pooled),
+                    counts=tuple(len(p) for p in pooled),
+                    unstable=tuple(_unstable(p) for p in pooled),
+                    calls=calls,
+                )
             )
     shown = [v for r in rows for v in r.values if v is not None]
     unit = f"{spec.unit}, " if spec.unit else ""
@@ -168,6 +205,39 @@ def _value(
     if spec.per_token:
         value /= study.workloads[choice.slot.workload].output_len
     return value, None
+
+
+def _unstable(values: Sequence[float]) -> bool:
+    spread = relative_spread(values)
+    return spread is not None and spread > FLOOR
+
+
+def _disagree(study: StudyRecipe, leg: str, choice: Choice, metric: str) -> str:
+    values = choice.repeats[metric]
+    origins = choice.origins.get(metric, ())
+    spec = study.metrics[metric]
+    scale = spec.scale / (study.workloads[choice.slot.workload].output_len if spec.per_token else 1)
+    shown = ", ".join(
+        f"{v * scale:,.6g}" + (f" ({origins[i]})" if i < len(origins) else "")
+        for i, v in enumerate(values)
+    )
+    spread = relative_spread(values) or 0.0
+    return (
+        f"{leg}: unstable: its {len(values)} measurements under the same settings disagree "
+        f"by {spread:.1%} (max/min-1, beyond the {FLOOR:.0%} band): {shown}; the value shown "
+        "is their median"
+    )
+
+
+def _call(ratio: float | None, old: Sequence[float], new: Sequence[float]) -> Call | None:
+    """Whether ``ratio`` lies outside the band of both sides' spreads."""
+    if ratio is None:
+        return None
+    noise = estimate([SpreadGroup("old", tuple(old)), SpreadGroup("new", tuple(new))])
+    called = noise.calls(ratio, min(len(old), len(new)))
+    if called is None:
+        return Call.NOT_CALLED
+    return Call.DIFFERENCE if called else Call.NONE_DETECTED
 
 
 def _ratio(old: float | None, new: float | None, lower: bool) -> float | None:

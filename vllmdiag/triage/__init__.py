@@ -11,10 +11,10 @@ from typing import BinaryIO
 
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.attribution import attribute, labelled_logs, log_files
+from vllmdiag.triage.blame import ORIGINS, Origin
 from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.lines import normalise
 from vllmdiag.triage.model import Attribution, Evidence, Group, LogTriage, RootCause, Skipped
-from vllmdiag.triage.origin import ORIGINS, Origin
 from vllmdiag.triage.reader import scan
 from vllmdiag.triage.rootcause import choose
 from vllmdiag.triage.watch import Watch
@@ -40,11 +40,16 @@ STDIN = "-"
 
 
 def triage_file(
-    path: Path | str, catalogue: Catalogue | None = None, *, stream: BinaryIO | None = None
+    path: Path | str,
+    catalogue: Catalogue | None = None,
+    *,
+    stream: BinaryIO | None = None,
+    tool_dirs: Sequence[str] = (),
 ) -> LogTriage:
     """Triage one captured log (plain or gzip'd), streaming it: memory does not grow
     with its size. ``stream`` reads from an open binary stream instead of ``path`` (which
-    then only names it, e.g. ``-`` for standard input)."""
+    then only names it, e.g. ``-`` for standard input). ``tool_dirs``: directories whose
+    files are vllmdiag's own besides its package (the run directory it wrote)."""
     cat = catalogue or Catalogue.load()
     watch = Watch()
     source: Path | BinaryIO = stream if stream is not None else Path(path)
@@ -68,9 +73,12 @@ def triage_file(
         ends_mid_line=info.ends_mid_line,
         finished=watch.finished,
         cli_error=watch.cli_error,
+        relay=watch.relay,
         last_line=normalise(info.last_line.decode("utf-8", "replace"), info.lines).text.strip(),
         lines=info.lines,
         deaths=tuple(watch.deaths.finish()),
+        tool_dirs=tuple(tool_dirs),
+        wrapper=watch.wrapper,
     )
     triage = choose(tracebacks, cat, ev, str(path))
     if info.notes:  # how the log was read: a UTF-16 capture, a truncated gzip, ...

@@ -125,6 +125,9 @@ def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) ->
                 next_step=first.next_step,
                 meaning=first.meaning,
                 signatures=sigs,
+                origin=first.origin,
+                package=first.package,
+                why=first.why,
             )
         )
     groups.sort(key=lambda g: (-len(g.members), g.signature))

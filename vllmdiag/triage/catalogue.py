@@ -20,11 +20,23 @@ from ruamel.yaml.comments import CommentedMap
 
 from vllmdiag.config.yamlsrc import load_commented
 from vllmdiag.errors import ConfigError
+from vllmdiag.triage.blame import RULE
 from vllmdiag.triage.regexguard import RegexTimeout, nested_repeat, time_limit
 
 BUNDLED = Path(__file__).resolve().parent / "catalogue.yaml"
 ENV_VAR = "VLLMDIAG_CATALOGUE"
-_KEYS = {"name", "pattern", "frames", "benign", "meaning", "next_step", "advice", "arms"}
+_KEYS = {
+    "name",
+    "pattern",
+    "frames",
+    "benign",
+    "meaning",
+    "next_step",
+    "advice",
+    "arms",
+    "blame",
+    "why",
+}
 #: Text a pattern is searched in is cut here (a message can be a page long).
 MAX_MATCH_TEXT = 4000
 
@@ -40,6 +52,9 @@ class Entry:
     benign: bool = False
     source: str = ""
     advice: str = ""
+    #: whose fault it is (see :mod:`vllmdiag.triage.blame`): ``frames`` leaves it to them
+    blame: str = "frames"
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,7 @@ class Hit:
     meaning: str
     next_step: str
     advice: str | None = None
+    why: str | None = None
 
     @property
     def name(self) -> str:
@@ -122,7 +138,8 @@ class Catalogue:
 def _hit(entry: Entry, m: re.Match[str], values: Mapping[str, str] | None) -> Hit:
     vals = {**(values or {}), **{k: v for k, v in m.groupdict().items() if v}}
     advice = _fill(entry.advice, vals) if entry.advice else None
-    return Hit(entry, _fill(entry.meaning, vals), _fill(entry.next_step, vals), advice)
+    why = _fill(entry.why, vals) if entry.why else None
+    return Hit(entry, _fill(entry.meaning, vals), _fill(entry.next_step, vals), advice, why)
 
 
 def load_file(path: Path) -> list[Entry]:
@@ -215,6 +232,17 @@ def _entry(item: Any, where: str, path: Path) -> Entry:
     advice = item.get("advice") or ""
     if not isinstance(advice, str):
         raise ConfigError("'advice' is a string", where=where)
+    why = item.get("why") or ""
+    if not isinstance(why, str):
+        raise ConfigError("'why' is a string (one line)", where=where)
+    blame = item.get("blame") or "frames"
+    if not isinstance(blame, str) or not RULE.match(blame.strip()):
+        raise ConfigError(
+            f"'blame' is not one of whose faults triage knows: {blame!r}",
+            where=where,
+            hint="frames, vllm, config, environment, unknown, dependency:PACKAGE or "
+            "caller[:PACKAGE]",
+        )
     return Entry(
         name=item["name"].strip(),
         pattern=pattern,
@@ -225,6 +253,8 @@ def _entry(item: Any, where: str, path: Path) -> Entry:
         benign=bool(item.get("benign", False)),
         source=where,
         advice=" ".join(advice.split()),
+        blame=blame.strip(),
+        why=" ".join(why.split()),
     )
 
 

@@ -1,20 +1,45 @@
 """Build a :class:`RootCause` from each kind of evidence: an exception (link of a
 traceback), a death line, a wrapper's quote, a refused command line. Each gets its
-signature, its catalogue entry, its origin and a reason saying how it was read."""
+signature, its catalogue entry, whose fault it is (:mod:`vllmdiag.triage.blame`) and a
+reason saying how it was read."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
 
+from vllmdiag.triage import relays
+from vllmdiag.triage.blame import decide
 from vllmdiag.triage.catalogue import Catalogue, Hit
 from vllmdiag.triage.deaths import Death
 from vllmdiag.triage.model import Evidence, EvidenceKind, RootCause
-from vllmdiag.triage.origin import ORIGINS, Origin, origin_of
+from vllmdiag.triage.origin import place_of
 from vllmdiag.triage.signature import signature
 from vllmdiag.triage.tracebacks import Link, Traceback
 
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
+#: Lines a logger writes above a traceback that announce it without saying what failed:
+#: never a root cause by themselves.
+_STOCK = re.compile(
+    r"^(?:Process [\w-]+|Exception in [\w .-]+|Error (?:in|executing|while|during) [^:]*"
+    r"|(?:Unhandled|Uncaught) exception[^:]*|Task exception was never retrieved"
+    r"|EngineCore (?:failed to start|hit an exception|encountered a fatal error)"
+    r"|WorkerProc (?:hit an exception|failed to start)[^:]*"
+    r"|An? (?:error|exception) (?:occurred|was raised|happened)[^:]*|Traceback.*)[.:!]?$"
+    r"|:$"
+)
+#: Words an error statement has (``No module named ..``, ``Timed out after ..``, ``.. is
+#: only supported ..``); a logger's context line (``OpenAI async completion``) has none.
+_SAYS_WHAT_FAILED = re.compile(
+    r"(?i)(?:error|fail|\bnot\b|\bno\b|cannot|can't|unable|invalid|unsupported|\bonly\b"
+    r"|\bmust\b|timed? ?out|missing|denied|refused|exceed|too (?:large|long|many|small)"
+    r"|out of|killed|died|unknown|unexpected|illegal|mismatch)"
+)
+#: A pydantic v2 validation error's body (``[type=value_error, input_value=..]``): its
+#: header line (``pydantic_core._pydantic_core.ValidationError: 1 validation error for
+#: ModelConfig``) is what a cut paste loses.
+_PYDANTIC_BODY = re.compile(r"\[type=\w+, input_value=")
+PYDANTIC_ERROR = relays.PYDANTIC_ERROR
 
 
 def hit(cat: Catalogue, link: Link, version: str | None) -> Hit | None:
@@ -39,12 +64,22 @@ def _cause(
     lines: tuple[int, int],
     reason: str,
     evidence: EvidenceKind,
-    origin: Origin,
-    package: str | None,
+    raised_in: str | None,
     files: list[str] | None = None,
     frames: tuple[str, ...] = (),
+    where: tuple[str, str | None] | None = None,
+    rule: tuple[str, str] | None = None,
 ) -> RootCause:
     h = match(cat, typ, message, files or [], ev.vllm_version)
+    blame = decide(
+        typ,
+        message,
+        files or [],
+        rule=rule[0] if rule else h.entry.blame if h else None,
+        rule_why=rule[1] if rule else h.why if h else None,
+        where=where,
+        tool_dirs=ev.tool_dirs,
+    )
     return RootCause(
         type=typ,
         message=message,
@@ -57,14 +92,17 @@ def _cause(
         reason=reason,
         frames=frames,
         evidence=evidence,
-        origin=origin,
-        package=package,
+        origin=blame.origin,
+        package=blame.package,
         advice=h.advice if h else None,
+        why=blame.why,
+        raised_in=raised_in,
     )
 
 
 def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str) -> RootCause:
-    headless = tb.headless and link is tb.links[0]
+    # a Ray task's remote traceback is read as headless when the task error was
+    headless = tb.headless and (link is tb.links[0] or link.relation == "remote")
     if link.kind == "notice":
         why = [
             f"vLLM's note of an exception in {tb.process} (line {link.exc_line}); "
@@ -103,9 +141,10 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         )
     if label == "thread":
         why.append("only background-thread tracebacks found; taking the first")
-    origin, package = origin_of(link.frames)
-    if link.frames:
-        why.append(f"raised in {origin} code" + (f" ({package})" if package else ""))
+    place, package = place_of(link.frames, ev.tool_dirs)
+    raised_in = _raised_in(place, package)
+    if raised_in:
+        why.append(f"raised in {_in_words(raised_in)}")
     return _cause(
         cat,
         ev,
@@ -115,10 +154,67 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         lines=(link.start_line, link.exc_line),
         reason="; ".join(why),
         evidence="exception-line" if headless or link.kind == "notice" else "traceback",
-        origin=origin,
-        package=package,
+        raised_in=raised_in,
         files=[f.file for f in link.frames],
         frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in link.frames[-3:]),
+    )
+
+
+def header_states_error(tb: Traceback) -> bool:
+    """The line logged right above a traceback cut before its exception line states the
+    error itself (``logger.error(exc, exc_info=True)`` writes the message, then the
+    traceback): an error-level or raw line, not a stock announcement."""
+    head = tb.header.strip()
+    if not tb.header_error or len(head) < 8 or not any(c.isalpha() for c in head):
+        return False
+    return _STOCK.search(head) is None and _SAYS_WHAT_FAILED.search(head) is not None
+
+
+def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
+    head = tb.header.strip()
+    typ = PYDANTIC_ERROR if _PYDANTIC_BODY.search(head) else ""
+    what = "its frames" if tb.headless else "a traceback"
+    at = tb.header_line or tb.first_line
+    why = (
+        f"the error {tb.process} logged on line {at}, right above {what} cut before the "
+        "exception line"
+    )
+    if typ:
+        why += "; its body is a pydantic validation error whose header line is cut"
+    return _cause(
+        cat,
+        ev,
+        typ=typ,
+        message=head,
+        process=tb.process,
+        lines=(at, at),
+        reason=why,
+        evidence="exception-line" if tb.headless else "traceback",
+        raised_in=None,
+    )
+
+
+def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
+    r = ev.relay
+    assert r is not None
+    body = r.type == PYDANTIC_ERROR  # the error's own line, not a relay of it
+    why = (
+        f"a pydantic validation error's own line (line {r.line}); its header line, which "
+        "names the error, is not in view"
+        if body
+        else f"the error {r.process} relays on line {r.line}, without a traceback: the "
+        "failing process's own output is not in view"
+    )
+    return _cause(
+        cat,
+        ev,
+        typ=r.type,
+        message=r.message,
+        process=r.process,
+        lines=(r.line, r.line),
+        reason=why,
+        evidence="exception-line" if body else "wrapper-message",
+        raised_in=None,
     )
 
 
@@ -126,7 +222,7 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
     why = f"no Python exception in view; process {d.process} died (line {d.line})"
     if d.strength == "follow-on":
         why += "; a follow-on death (killed by its parent, or a teardown): the cause may be missing"
-    origin: Origin = d.origin if d.origin in ORIGINS else "unknown"
+    where = (d.origin, d.package) if d.origin in ("vllm", "dependency", "user", "tool") else None
     return _cause(
         cat,
         ev,
@@ -136,9 +232,9 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
         lines=(d.line, d.line),
         reason=why,
         evidence="death-line",
-        origin=origin,
-        package=d.package if origin != "unknown" else None,
+        raised_in=_raised_in(*where) if where else None,
         frames=tuple(f"{f.file}:{f.line}" for f in d.frames[:3]),
+        where=where,
     )
 
 
@@ -159,8 +255,7 @@ def from_quote(
         lines=(link.exc_line, link.exc_line),
         reason=why,
         evidence="wrapper-message",
-        origin="unknown",
-        package=None,
+        raised_in=None,
     )
 
 
@@ -176,9 +271,29 @@ def cli(err: tuple[int, str, str] | None, cat: Catalogue, ev: Evidence) -> RootC
         lines=(line, line),
         reason=f"the command line was refused before anything ran (line {line})",
         evidence="cli-error",
-        origin="unknown",
-        package=None,
+        raised_in=None,
+        rule=(
+            (
+                f"caller:{ev.wrapper}",
+                f"{ev.wrapper} built this vLLM command line, and vLLM refused arguments it passed",
+            )
+            if ev.wrapper
+            else None
+        ),
     )
+
+
+def _raised_in(place: str | None, package: str | None) -> str | None:
+    """Where it was raised: a package's name, or ``script`` (the workload's own file)."""
+    if place is None:
+        return None
+    return "script" if place == "user" else (package or place)
+
+
+def _in_words(raised_in: str) -> str:
+    if raised_in == "script":
+        return "the workload's own script"
+    return "vLLM's code" if raised_in == "vllm" else f"{raised_in}'s code"
 
 
 def with_reason(cause: RootCause, reason: str) -> RootCause:

@@ -37,6 +37,7 @@ class _Rule:
     strength: str
     origin: str  # vllm, dependency:<pkg>, stack (faulthandler's frames), unknown
     process: Callable[[re.Match[str], str], str] = lambda m, p: p
+    from_match: bool = False  # the message starts where the pattern does (past a prefix)
 
 
 def _named(group: str) -> Callable[[re.Match[str], str], str]:
@@ -45,6 +46,10 @@ def _named(group: str) -> Callable[[re.Match[str], str], str]:
 
 def _v0(m: re.Match[str], p: str) -> str:
     return f"{m['name']} pid={m['pid']}"
+
+
+def _raylet(m: re.Match[str], p: str) -> str:
+    return "raylet"
 
 
 RULES: tuple[_Rule, ...] = (
@@ -69,7 +74,7 @@ RULES: tuple[_Rule, ...] = (
         "vllm",
         _named("proc"),
     ),
-    _Rule(re.compile(r"got fatal signal from worker processes"), "strong", "vllm"),
+    _Rule(re.compile(r"[Gg]ot fatal signal from worker processes"), "strong", "vllm"),
     _Rule(
         re.compile(
             r"Watchdog caught collective operation timeout|watchdog thread "
@@ -80,6 +85,28 @@ RULES: tuple[_Rule, ...] = (
         "dependency:torch",
     ),
     _Rule(re.compile(r"^Fatal Python error: \w"), "strong", "stack"),
+    # Ray's memory monitor, in the raylet's own words (a paste may wrap the line after
+    # "tasks /"): it killed workers for the node's host memory
+    _Rule(
+        re.compile(
+            r"(?<!\d)[1-9]\d* Workers \(tasks /(?:$| ?actors\) killed due to memory pressure)"
+        ),
+        "strong",
+        "unknown",
+        _raylet,
+        from_match=True,
+    ),
+    # a container's init could not start the command it was given (podman's catatonit,
+    # tini, dumb-init): nothing ran
+    _Rule(
+        re.compile(
+            r"failed to exec pid1: .+|\[FATAL tini \(\d+\)\] exec .+ failed: .+"
+            r"|\[dumb-init\] .+: No such file or directory"
+        ),
+        "strong",
+        "unknown",
+        from_match=True,
+    ),
     _Rule(re.compile(r"EngineCore encountered a fatal error"), "weak", "vllm"),
     _Rule(
         re.compile(
@@ -104,6 +131,7 @@ class Death:
     origin: str
     package: str | None
     frames: list[Frame] = field(default_factory=list)  # faulthandler's, innermost first
+    survived: bool = False  # a handler's signal notice after which its process logged on
 
 
 def classify(line: Line) -> Death | None:
@@ -119,7 +147,7 @@ def classify(line: Line) -> Death | None:
         return Death(
             line.number,
             rule.process(m, line.process),
-            text,
+            text[m.start() :] if rule.from_match else text,
             rule.strength,
             origin,
             package or ("vllm" if origin == "vllm" else None),
@@ -134,16 +162,21 @@ class DeathWatch:
         self.deaths: list[Death] = []
         self._stack: tuple[Death, str, int] | None = None  # (death, process, until line)
         self._counts: dict[str, int] = {}
+        self._last = 0
+        self._watch_until = 0  # a handler's signal notice: the lines after it tell
 
     @property
     def collecting(self) -> bool:
-        return self._stack is not None
+        return self._stack is not None or self._watch_until > self._last
 
     def feed(self, line: Line) -> None:
+        self._last = line.number
         if self._stack is not None and self._stacked(line):
             return
         death = classify(line)
         if death is None:
+            if line.level in ("INFO", "DEBUG", "WARNING"):
+                self._alive(line)
             return
         n = self._counts.get(death.strength, 0)
         if n < 64:  # the first ones of each kind are what matters; keep memory flat
@@ -151,6 +184,18 @@ class DeathWatch:
             self.deaths.append(death)
             if death.origin == "stack":
                 self._stack = (death, line.process, line.number + STACK_LINES)
+            if "Caught signal" in death.message:
+                self._watch_until = line.number + STACK_LINES
+
+    def _alive(self, line: Line) -> None:
+        """A normal log record: a signal handler's notice of the same process before it
+        was survived (UCX prints ``Caught signal 11`` for one of its threads, and the
+        process may log on: then that notice is not its death)."""
+        for d in self.deaths:
+            if d.survived or d.process != line.process or "Caught signal" not in d.message:
+                continue
+            d.survived = True
+            self._watch_until = 0
 
     def _stacked(self, line: Line) -> bool:
         """True when ``line`` belongs to the open fatal error's stack."""

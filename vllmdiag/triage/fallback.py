@@ -11,6 +11,11 @@ from vllmdiag.triage.tracebacks import Link
 #: ``RuntimeError: Worker failed with error '<msg>', please check the stack trace ...``
 _QUOTE = re.compile(r"Worker failed with error '(?P<inner>.*?)'(?:,\s*please\b|\s*$)")
 _OPEN_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
+#: V0's ``MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the
+#: original error: RuntimeError('...')``, as a relaying process prints it.
+_ORIGINAL = re.compile(
+    r"find the original error: (?P<type>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*?)(?P=q)\)"
+)
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
 
 
@@ -18,6 +23,9 @@ def quoted(link: Link) -> tuple[str, str] | None:
     """(type, message) of the error a wrapper quotes; the type is empty when the quote
     names none. A quote cut off by the paste (or spread over lines) keeps its first
     line."""
+    o = _ORIGINAL.search(link.message)
+    if o:
+        return o["type"], o["msg"]
     m = _QUOTE.search(link.message)
     inner = m["inner"] if m else None
     if inner is None:

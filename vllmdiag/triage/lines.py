@@ -14,6 +14,7 @@ logger, dynamo, xinference, gpustack, vllm-ascend's ``[UC][E]``). See ``prefixes
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -42,6 +43,17 @@ class Line:
     record: str | None = None
 
 
+#: Loggers' records that are errors (the level word of a foreign logger's prefix).
+_ERROR_RECORD = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^\[E\d|\[E\]")
+
+
+def is_error_record(line: Line) -> bool:
+    """The line is a log record at error level (vLLM's logger or a foreign one)."""
+    if line.level is not None:
+        return line.level in ("ERROR", "CRITICAL")
+    return line.record is not None and _ERROR_RECORD.search(line.record) is not None
+
+
 def strip_ansi(text: str) -> str:
     if "\x1b" in text or "[" in text:
         text = px.ANSI.sub("", text)
@@ -61,6 +73,8 @@ def _tag(text: str) -> tuple[str, str] | None:
         proc = f"pid={p.group('rpid')}"
     elif p.group("rank"):
         proc = f"rank{p.group('rank')}"
+    elif p.group("daemon"):
+        proc = p.group("daemon")
     else:
         proc = p.group("short")
     return proc, text[p.end() :]
@@ -73,6 +87,12 @@ def _peel(text: str) -> tuple[str, str]:
     for i in range(8):
         if i == 0:
             text = px.QUOTE.sub("", text, count=1)
+            marked = px.MARKUP.match(text)
+            if marked:  # emphasis that closes, or glued in front of a process tag
+                inner = text[marked.end() :]
+                end = px.MARKUP_END.search(inner)
+                if end is not None or inner[:1] == "(":
+                    text = inner[: end.start()] if end is not None else inner
         box = px.BOX.match(text)
         if box:
             text = px.BOX_END.sub("", text[box.end() :])
@@ -88,12 +108,37 @@ def _peel(text: str) -> tuple[str, str]:
         if tagged:
             process, text = tagged
             continue
-        m = px.COMPOSE.match(text)
+        m = px.POD.match(text) or px.COMPOSE.match(text)
         if m:
             text = text[m.end() :]
             continue
         break
     return process, text
+
+
+#: A vLLM process tag anywhere in a line (see :func:`unglue`).
+_TAG_ANYWHERE = re.compile(r"\([A-Za-z][\w-]*(?: \(\w+\)| rank=\d+)? pid=\d+(?:, ip=[^)]*)?\)")
+
+
+def unglue(raw: str) -> list[str]:
+    """A line whose line breaks a paste lost, back in its lines: where the same process
+    tag recurs inside one line, each occurrence starts a line of its own
+    (``(APIServer pid=1)   File "..."(APIServer pid=1)     raise X``). A line naming a
+    tag once (a Ray task error's ``(pid=7, ip=..)``, a message quoting one) is left
+    whole."""
+    if raw.count(" pid=") < 2:
+        return [raw]
+    tags = list(_TAG_ANYWHERE.finditer(raw))
+    if len(tags) < 2:
+        return [raw]
+    counts: dict[str, int] = {}
+    for m in tags:
+        counts[m.group()] = counts.get(m.group(), 0) + 1
+    cuts = [m.start() for m in tags if counts[m.group()] > 1 and m.start() > 0]
+    if not cuts:
+        return [raw]
+    bounds = [0, *cuts, len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds) if raw[a:b]]
 
 
 def normalise(raw: str, number: int) -> Line:
@@ -123,7 +168,13 @@ def _normalise(raw: str, number: int) -> Line:
     if "\x1b" not in raw and "^[" not in raw and _PLAIN.match(raw):
         return Line(number, MAIN, None, raw.rstrip().replace("\r", ""), None)
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")
+    if "repeated" in text:
+        text = px.REPEATED.sub("", text)
     process, text = _peel(text)
+    if text.startswith("message repeated "):
+        again = px.SYSLOG_REPEATED.match(text)
+        if again:
+            return normalise(again["line"], number)
     level: str | None = None
     record: str | None = None
     lg = px.LOGGER.match(text)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vllmdiag.triage.blame import Origin
 from vllmdiag.triage.deaths import Death
-from vllmdiag.triage.origin import Origin
+from vllmdiag.triage.relays import Relay
 
 #: How the root cause was read: a traceback with its header in view, an exception line
 #: without it, a line saying a process died, a wrapper's quote of the child's error, or a
@@ -17,9 +18,12 @@ EvidenceKind = Literal["traceback", "exception-line", "death-line", "wrapper-mes
 @dataclass(frozen=True)
 class RootCause:
     """The original exception in the process that failed first (or the line saying it
-    died). ``origin`` says whose failure it is: ``tool`` (vllmdiag's own code: an error,
-    never a verdict), ``vllm``, ``dependency`` (``package`` names it), ``user`` or
-    ``unknown``."""
+    died). ``origin`` says whose fault it is, who must act (see
+    :mod:`vllmdiag.triage.blame`): ``vllm``, ``dependency`` (``package`` names it),
+    ``caller`` (``package`` names the framework), ``config``, ``environment``, ``tool``
+    (vllmdiag's own code: an error, never a verdict) or ``unknown``; ``why`` says why in
+    one line; ``raised_in`` is where the exception was raised (a package's name, or
+    ``script`` for the workload's own file), which need not be whose fault it is."""
 
     type: str
     message: str
@@ -33,8 +37,10 @@ class RootCause:
     frames: tuple[str, ...] = ()  # the innermost frames, "file:line in func"
     evidence: EvidenceKind = "traceback"
     origin: Origin = "unknown"
-    package: str | None = None  # the package the origin frame is in (vllm, torch, ...)
+    package: str | None = None  # the package whose fault it is (torch, xinference, ...)
     advice: str | None = None  # the catalogue's advice besides its next step
+    why: str = ""
+    raised_in: str | None = None
 
     @property
     def is_tool_error(self) -> bool:
@@ -81,6 +87,10 @@ class Group:
     next_step: str | None
     meaning: str | None = None
     signatures: tuple[str, ...] = ()
+    #: whose fault it is, as the group's first log reads it
+    origin: str = "unknown"
+    package: str | None = None
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,4 +119,8 @@ class Evidence:
     finished: str | None = None  # the benchmark's result line, when the run printed one
     last_line: str = ""  # the log's last non-blank line (normalised)
     cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
+    relay: Relay | None = None  # the first error a process around vLLM relays
     deaths: tuple[Death, ...] = ()  # lines saying a process died, in log order
+    #: directories whose files are vllmdiag's own besides its package (the run directory)
+    tool_dirs: tuple[str, ...] = ()
+    wrapper: str | None = None  # a program the log shows building vLLM's command line

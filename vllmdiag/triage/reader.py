@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from vllmdiag.triage.callers import LITERALS as CALLER_LITERALS
 from vllmdiag.triage.logbytes import Normaliser
 
 BLOCK = 1 << 20
@@ -31,10 +32,13 @@ MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut
 CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 
 #: Substrings of every fatal line, searched in every block. Short on purpose: ``rror`` is
-#: Error and error, ``atal`` Fatal and fatal, ``illed`` Killed and killed.
+#: Error and error (``RROR`` an ERROR record), ``atal`` Fatal and fatal, ``illed`` Killed
+#: and killed; vLLM's request-length message as a client relays it, a frame line (a stack
+#: pasted without header or exception), the Chinese word for failed.
 LITERALS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"rror",
+    b"RROR",
     b"xception",
     b"died",
     b"illed",
@@ -42,8 +46,12 @@ LITERALS: tuple[bytes, ...] = (
     b"atal",
     b"fault",
     b"SIG",
+    b"maximum context length",
+    b'  File "',  # a frame: stack pasted without its header or exception line
+    "失败".encode(),  # "failed", in Chinese-language pastes
 )
-HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion")  # vLLM's version line
+#: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
+HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion", *CALLER_LITERALS)
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran
 #: died, the exit status a harness notes.
 TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"dumped", b"xit code")

@@ -10,8 +10,10 @@ the original exception stands for it (or the remote one of a Ray task error).
 Then tiers, the earliest candidate of the first tier that has one wins (the process that
 failed first):
 0. exceptions, and strong death lines (a named process died, a fatal Python error);
-1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), and the error a
-   wrapper quotes (the failing child's own output is not in view);
+1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), the error a
+   wrapper quotes (the failing child's own output is not in view), the error message a
+   process logged right above a traceback the paste cut before its exception line, and
+   the error a process around vLLM relays on one line (see ``relays``);
 2. a command line the program refused;
 3. follow-on errors (an interrupt, a closed pipe, a plugin or request error vLLM went on
    from) and follow-on deaths (exit -15: killed by its parent);
@@ -34,7 +36,8 @@ from vllmdiag.triage.tracebacks import Link, Traceback
 
 WRAPPER = re.compile(
     r"Engine core initialization failed|Worker failed with error|EngineDeadError"
-    r"|EngineCore encountered an issue|RayTaskError\(|Engine process failed to start"
+    r"|EngineCore encountered an issue|RayTaskError(?:\(|: )|Engine process failed to start"
+    r"|ActorDiedError: The actor died because of an error raised in its creation task"
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
     r"|^RuntimeError: Executor failed"
 )
@@ -122,6 +125,8 @@ def choose(
         links = [k for k in ordered_links(tb) if k.kind != "cut"]
         truncated = truncated or not tb.complete
         if not links:
+            if causes.header_states_error(tb) and not WRAPPER.search(tb.header):
+                cands.append(_Candidate(1, tb.first_line, _header(tb, cat, ev)))
             continue
         why = _benign_reason(tb, cat, ev.vllm_version)
         if why is not None:
@@ -142,7 +147,13 @@ def choose(
         label = "follow-on" if follow else ""
         cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label))
     for d in ev.deaths:
+        if d.strength == "weak" and _introduces(d, tbs):
+            continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
+        if d.survived:
+            continue  # a signal notice its process logged on after
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
+    if ev.relay is not None:
+        cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat)))
     if ev.cli_error is not None:
         cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
     note = None
@@ -181,6 +192,19 @@ def _quote(
     tb: Traceback, link: Link, inner: tuple[str, str], cat: Catalogue, ev: Evidence
 ) -> Callable[[], RootCause]:
     return lambda: causes.from_quote(tb, link, inner, cat, ev)
+
+
+def _introduces(d: Death, tbs: Sequence[Traceback]) -> bool:
+    """A traceback of the same process starts right below the death line."""
+    return any(t.process == d.process and d.line <= t.first_line <= d.line + 3 for t in tbs)
+
+
+def _relayed(ev: Evidence, cat: Catalogue) -> Callable[[], RootCause]:
+    return lambda: causes.from_relay(ev, cat)
+
+
+def _header(tb: Traceback, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:
+    return lambda: causes.from_header(tb, cat, ev)
 
 
 def _death(d: Death, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:

@@ -50,6 +50,8 @@ class Traceback:
     last_line: int
     headless: bool = False  # its header was not in view
     dropped_links: int = 0
+    header_error: bool = False  # the line above it was logged as an error, or printed raw
+    header_line: int = 0  # where its header text is, when it came from the line above
 
     def key(self) -> tuple[object, ...]:
         """Identity for de-duplication: the logged and the raw copy of one traceback (the
@@ -81,7 +83,10 @@ class OpenTraceback:
     exc_lines: list[str] = field(default_factory=list)
     exc_line: int = 0
     blank: bool = False
+    gapped: bool = False  # the message went on after one blank line (huggingface_hub's)
     noise: int = 0
+    header_error: bool = False  # the header line was logged as an error (or printed raw)
+    header_line: int = 0
     notice: Link | None = None  # V0's notice, kept while its traceback may give the type
 
     def close_link(self, kind: str | None = None) -> Link:

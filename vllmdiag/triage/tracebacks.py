@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from vllmdiag.triage.lines import Line
+from vllmdiag.triage.lines import Line, is_error_record
 from vllmdiag.triage.traceback_model import MAX_FRAMES, Frame, Link, OpenTraceback, Traceback
 
 __all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
@@ -41,11 +41,28 @@ _NOTICE = re.compile(
 )
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
-_REMOTE = re.compile(r"RayTaskError\((?P<inner>[\w.]+)\)")
+#: Ray's task error: the remote traceback is printed right below it (typed as
+#: ``RayTaskError(ValueError)``, or plain when Ray could not subclass the cause).
+_REMOTE = re.compile(r"RayTaskError(?:\((?P<inner>[\w.]+)\))?$")
+#: Ray's actor death from its creation task: the task's traceback follows, as for a
+#: task error (``ActorDiedError: The actor died because of an error raised in its
+#: creation task, ray::LLMRayActor.__init__() (pid=..)``).
+_CREATION = "error raised in its creation task"
+#: Ray's report of a task error no one waited for: the task's traceback follows.
+_UNHANDLED = re.compile(
+    r"^Unhandled error \(suppress with '?RAY_IGNORE_UNHANDLED_ERRORS=1'?\): (?P<msg>ray::.+)$"
+)
+#: Exceptions whose message has a blank line inside (huggingface_hub's HTTP errors:
+#: ``401 Client Error. (Request ID: ..)``, a blank line, then what was not found).
+_GAPPED = re.compile(
+    r"(?:RepositoryNotFound|GatedRepo|RevisionNotFound|EntryNotFound|HfHubHTTP)Error$"
+)
 #: Unindented lines that start something new, never a message's continuation.
+#: Also a paste's elision mark (``...``) and a process tag the paste cut (``(pi``).
 _NEW = re.compile(
     r"^(?:Process [\w-]+:$|Killed$|Aborted|Segmentation fault|Fatal Python error"
-    r"|Exception in thread|Current thread|Stack \(most recent)"
+    r"|Exception in thread|Current thread|Stack \(most recent"
+    r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$)"
 )
 
 #: Lines of a stream that may pass before an open traceback is considered abandoned.
@@ -65,6 +82,10 @@ class TracebackParser:
         self.last_text: dict[tuple[str, bool], tuple[int, str]] = {}
         self.orphans: dict[tuple[str, bool], deque[Frame]] = {}
         self.traceish: dict[tuple[str, bool], int] = {}  # last frame/code line per stream
+        self.last_error: dict[tuple[str, bool], bool] = {}  # was last_text logged as an error
+        # the error message right above a stream's orphan frames (a paste that puts the
+        # message first, then the stack, without header or exception line)
+        self.above: dict[tuple[str, bool], tuple[int, str]] = {}
         self.done: list[Traceback] = []
         self.seen: set[tuple[object, ...]] = set()
         self.dropped = 0
@@ -114,13 +135,28 @@ class TracebackParser:
                 del self.open[key]
             else:
                 self._finish(key, complete=st.state != "frames")
+        error = False
         if not head:
+            # the line right above in this stream; for a raw traceback, also a logged one
+            # (Python's logging writes the traceback below its record without a prefix)
+            alt = (key[0], True)
             seen, head = self.last_text.get(key, (0, ""))
+            if not key[1] and self.last_text.get(alt, (0, ""))[0] > seen:
+                key_above = alt
+                seen, head = self.last_text[alt]
+            else:
+                key_above = key
             if seen < line.number - HEADER_WINDOW:
                 head = ""  # not the line right above: the reader skipped what was between
+            # the error it states: only the record right above (a gap of one line: the
+            # indented tail of a multi-line message)
+            near = seen >= line.number - 2
+            error = bool(head) and near and self.last_error.get(key_above, False)
         self.open[key] = OpenTraceback(
             head, line.level, line.number, line.number, line.record, notice=notice
         )
+        self.open[key].header_error = error
+        self.open[key].header_line = seen if error else 0
 
     def _outside(self, key: tuple[str, bool], line: Line, stripped: str) -> bool:
         """A line of a stream with no open traceback: orphan frames, a headless
@@ -129,8 +165,14 @@ class TracebackParser:
             self.orphans.clear()
             self.traceish.clear()
             self.last_text.clear()
+            self.last_error.clear()
+            self.above.clear()
         fm = _FRAME.match(stripped)
         if fm:
+            if not self.orphans.get(key):
+                seen, text = self.last_text.get(key, (0, ""))
+                if seen == line.number - 1 and self.last_error.get(key, False):
+                    self.above[key] = (seen, text)
             self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(_frame(fm))
             self.traceish[key] = line.number
             return False
@@ -143,17 +185,48 @@ class TracebackParser:
         if m and (m["msg"] is not None or near) and _exception_like(m["type"], near):
             self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
             return True
+        u = _UNHANDLED.match(stripped)
+        if u:  # the relaying process names the task that failed: read it as Ray's relay
+            self._headless(key, line, "ray.exceptions.RayTaskError", u["msg"], near, "exception")
+            return True
         n = _NOTICE.match(stripped)
         if n:
             self._headless(key, line, "", n["msg"], near, "notice")
             return True
-        self.orphans.pop(key, None)
+        self._orphaned(key)
         self.last_text[key] = (line.number, stripped)
+        # an error record, or raw output (what Python's excepthook and print write)
+        self.last_error[key] = is_error_record(line) or (line.level is None and not line.record)
         return False
+
+    def _orphaned(self, key: tuple[str, bool]) -> None:
+        """The stream's orphan frames end without an exception line: when an error
+        message was right above them, they are its traceback, cut (headless)."""
+        frames = self.orphans.pop(key, None)
+        above = self.above.pop(key, None)
+        if frames and above is not None:
+            n, text = above
+            cut = Link("", "", tuple(frames), n, n, kind="cut")
+            last = self.traceish.get(key, n)
+            self._emit(
+                Traceback(
+                    process=key[0],
+                    level=None,
+                    header=text,
+                    links=(cut,),
+                    complete=False,
+                    first_line=n,
+                    last_line=last,
+                    headless=True,
+                    header_error=True,
+                    header_line=n,
+                )
+            )
 
     def _headless(
         self, key: tuple[str, bool], line: Line, typ: str, msg: str, near: bool, kind: str
     ) -> None:
+        self.above.pop(key, None)
         frames = self.orphans.pop(key, None)
         st = OpenTraceback("", line.level, line.number, line.number, line.record, headless=True)
         if near and frames:
@@ -161,7 +234,7 @@ class TracebackParser:
         st.exc_type, st.exc_lines, st.exc_line, st.kind = typ, [msg], line.number, kind
         st.state = "after"
         self.open[key] = st
-        remote = _REMOTE.search(typ)
+        remote = _REMOTE.search(typ) or (typ.endswith("ActorDiedError") and _CREATION in msg)
         if remote:
             st.close_link()
             st.relation, st.state = "remote", "frames"
@@ -176,6 +249,8 @@ class TracebackParser:
                 st.frames.append(_frame(m))
             return
         m = _EXC.match(stripped)
+        if m is not None and m["msg"] is None and not _exception_like(m["type"], True):
+            m = None  # a source line that lost its indent (``x.update(self.args.)``)
         if m is None:
             st.noise += 1  # a stray line of the same stream; give up after a while
             if st.noise > 50:
@@ -184,7 +259,8 @@ class TracebackParser:
         st.exc_type, st.exc_line, st.kind = m["type"], line.number, "exception"
         st.exc_lines = [m["msg"] or ""]
         st.record = line.record
-        if _REMOTE.search(m["type"]):  # Ray prints the remote traceback right below
+        creation = m["type"].endswith("ActorDiedError") and _CREATION in (m["msg"] or "")
+        if _REMOTE.search(m["type"]) or creation:  # Ray prints the remote traceback below
             st.close_link()
             st.relation, st.start = "remote", line.number
             return
@@ -193,11 +269,15 @@ class TracebackParser:
     def _continues(self, st: OpenTraceback, line: Line, stripped: str) -> bool:
         """An unindented line that continues the exception's message: same record (raw
         output, or the same vLLM log record), no blank line before it."""
+        short = st.exc_type.rsplit(".", 1)[-1]
         return (
             not st.blank
             and line.record == st.record
             and len(st.exc_lines) < MAX_MESSAGE_LINES
             and _NEW.match(stripped) is None
+            # a line that names the exception again is another process relaying it
+            # (``Runner failed with exception: ModuleNotFoundError(..)``), not its message
+            and not (short and (f"{short}(" in stripped or f"{short}: " in stripped))
         )
 
     def _after(self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str) -> bool:
@@ -210,6 +290,10 @@ class TracebackParser:
             st.state = "sep"
             return True
         indented = line.text[:1] in (" ", "\t")
+        if st.blank and not st.gapped and not indented and _GAPPED.search(st.exc_type):
+            st.blank, st.gapped = False, True  # the rest of huggingface_hub's message
+        if stripped in ("...", "…"):
+            return True  # the paste's elision mark
         if (indented and not st.blank) or (not indented and self._continues(st, line, stripped)):
             if len(st.exc_lines) < MAX_MESSAGE_LINES:
                 st.exc_lines.append(stripped)
@@ -241,6 +325,8 @@ class TracebackParser:
                 last_line=max(st.last_seen, links[-1].exc_line),
                 headless=st.headless,
                 dropped_links=st.dropped,
+                header_error=st.header_error,
+                header_line=st.header_line,
             )
         )
 
@@ -267,6 +353,8 @@ class TracebackParser:
         for key in list(self.open):
             st = self.open[key]
             self._finish(key, complete=st.state != "frames")
+        for key in list(self.above):
+            self._orphaned(key)
         return self.done
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 
+from vllmdiag.triage import relays
+from vllmdiag.triage.callers import wrapper_in
 from vllmdiag.triage.deaths import DeathWatch
-from vllmdiag.triage.lines import normalise
+from vllmdiag.triage.lines import is_error_record, normalise, unglue
 from vllmdiag.triage.tracebacks import TracebackParser
 
 _VERSION = re.compile(
@@ -15,6 +17,11 @@ _VERSION = re.compile(
 )
 _FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ seconds")
 _CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/]*): error: (?P<msg>.+)$")
+#: clap's (uv, ruff, rust programs): ``error: unexpected argument '--x' found``.
+_CLAP_ERROR = re.compile(
+    r"^error: (?P<msg>(?:unexpected argument|unrecognized subcommand|invalid value"
+    r"|the argument|unexpected value) .+)$"
+)
 
 
 class Watch:
@@ -26,21 +33,35 @@ class Watch:
         self.version: str | None = None
         self.finished: str | None = None
         self.cli_error: tuple[int, str, str] | None = None
+        self.relay: relays.Relay | None = None
+        self.wrapper: str | None = None  # a program that built vLLM's command line
 
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
         return self.parser.has_open or self.deaths.collecting
 
     def feed(self, number: int, raw: bytes) -> None:
-        line = normalise(raw.decode("utf-8", "replace"), number)
+        text = raw.decode("utf-8", "replace")
+        for part in unglue(text):
+            self._line(number, part)
+
+    def _line(self, number: int, raw: str) -> None:
+        line = normalise(raw, number)
         in_traceback = self.parser.feed(line)
         text = line.text
         if not in_traceback:
             self.deaths.feed(line)
-            if self.cli_error is None and ": error: " in text:
+            if self.cli_error is None and "error: " in text:
                 m = _CLI_ERROR.match(text.strip())
+                c = None if m else _CLAP_ERROR.match(text.strip())
                 if m:
                     self.cli_error = (number, m["msg"], m["prog"])
+                elif c:  # clap does not name the program: the process that printed it
+                    self.cli_error = (number, c["msg"], line.process)
+            if self.relay is None:
+                self.relay = relays.classify(line, is_error_record(line))
+        if self.wrapper is None and "amalama" in text.lower():
+            self.wrapper = wrapper_in(text)
         if self.finished is None and ("Throughput: " in text or "Avg latency: " in text):
             m = _FINISHED.search(text)
             self.finished = text.strip() if m else None
