@@ -95,3 +95,16 @@ def test_report_window_nested_too_deep_is_an_error(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     assert "not a JSON window result" in result.output and "nests deeper" in result.output
+
+
+def test_an_output_file_path_naming_a_fifo_or_device_is_never_replaced(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    _, run = run_once(tmp_path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result = CliRunner().invoke(app, ["report", str(run), "--out", str(fifo)])
+    assert result.exit_code == 1, result.output
+    assert "a device, a FIFO or a socket is there, not a file to replace" in result.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO, not a file put there

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -12,6 +13,16 @@ from typing import Any
 
 
 def write_text(path: Path, text: str) -> None:
+    """``path`` holds ``text``, or it is left as it was. A device, a FIFO or a socket at
+    ``path`` is never replaced by a file (as root, ``--out /dev/full`` would otherwise
+    replace the device): ``OSError``."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a device, a FIFO or a socket"
+        raise OSError(errno.EEXIST, f"{kind} is there, not a file to replace", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
