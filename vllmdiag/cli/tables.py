@@ -26,11 +26,31 @@ EFFECT_STYLE = {
 }
 
 
+def print_table(console: Console, table: Table) -> None:
+    """``table`` with nothing cut: names (its ``no_wrap`` columns) stay whole and prose
+    wraps at spaces; where even that does not fit (a narrow terminal) or the output is
+    not a terminal (a pipe, a file), the table takes the width it needs. (A prose
+    column's narrowest is its longest word: at that width nothing is cut.)"""
+    need = console.measure(table, options=console.options.update_width(1 << 16))
+    width = console.width
+    if need.maximum <= width:
+        console.print(table)
+        return
+    wide = need.maximum if not console.is_terminal else max(width, need.minimum)
+    console.width = wide  # print(width=) would clamp to the console's width
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
 def verdict_table(verdict: Verdict, workloads: list[str] | tuple[str, ...], title: str) -> Table:
     rows = table_rows(verdict, workloads)
     table = Table(title=Text(title), title_justify="left")
-    for col in rows[0]:
-        table.add_column(Text(col))
+    for i, col in enumerate(rows[0]):
+        # the arm and workload names are ids: whole; the effect column is prose
+        last = i == len(rows[0]) - 1
+        table.add_column(Text(col), no_wrap=not last)
     for row in rows[1:]:
         effect = row[-1].split(" (")[0]
         style = EFFECT_STYLE.get(effect, "")

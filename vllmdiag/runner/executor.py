@@ -209,7 +209,9 @@ class LocalNode:
         return bench_dialect(env.python, pythonpath)
 
     def out_dir(self, run: RunDir, run_id: str, cell_id: str) -> Path:
-        return run.out_dir(cell_id)
+        # absolute: the cell runs in this directory, so a relative --out given as
+        # {out_dir} would name a path below itself
+        return run.out_dir(cell_id).absolute()
 
     def base_environ(self) -> dict[str, str]:
         return proc.clean_environ()
@@ -228,6 +230,8 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, gpus: int | None = None) -> None:
+        if gpus is not None:
+            local_gpu_ids(gpus)  # a wrong count is refused before any run directory is made
         self.gpus = gpus
 
     def run(
