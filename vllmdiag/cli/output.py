@@ -11,6 +11,7 @@ these consoles print: Rich's own styling and cursor control are not text, and pa
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -24,7 +25,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 from vllmdiag import redact
-from vllmdiag.errors import VllmdiagError
+from vllmdiag.errors import ConfigError, VllmdiagError
 from vllmdiag.printable import printable
 
 
@@ -154,6 +155,18 @@ def user_errors() -> Iterator[None]:
         yield
     except VllmdiagError as exc:
         report_error(exc.message, where=exc.where, hint=exc.hint, as_json=json_mode())
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:  # any other OSError is vllmdiag's bug: exit 3
+            raise
+        # a path the user gave that no system call can look up, wherever it is first met
+        err = ConfigError(
+            "a path is too long for this system (a name in it over 255 bytes, or the "
+            "whole over 4,096)",
+            where=str(exc.filename)[:300] if exc.filename else None,
+            hint="check the path (a pasted line, or a variable expanded twice?)",
+        )
+        report_error(err.message, where=err.where, hint=err.hint, as_json=json_mode())
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         if json_mode():

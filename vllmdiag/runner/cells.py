@@ -122,6 +122,7 @@ def run_cells(
             "cells run only inside measuring() (the node lock and stop signals)",
             hint="wrap the job in 'with vllmdiag.measuring.measuring():'",
         )
+    RunReaders().check()
     return _Run(recipe, options, observer).execute(list(cells))
 
 
@@ -377,6 +378,8 @@ class _Run:
         self._finish(job.index, error_result(self.plans[job.cell_id], f"not run: {why}"))
 
     def _finish(self, index: int, result: CellResult) -> None:
+        if result.argv:
+            self.run.keep_recipe_files(self.recipe.recipe_dir, result.argv)
         self.run.write_result(result)
         self.results[result.id] = result
         self.emit(CellFinished(index, self.total, result.id, result))

@@ -3,6 +3,7 @@ give it a signature, look it up in the catalogue, and group many logs by cause."
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,7 +81,11 @@ def triage_file(
         wrapper=watch.wrapper,
         completed_at=watch.completed,
     )
-    return choose(tracebacks, cat, ev, str(path))
+    triage = choose(tracebacks, cat, ev, str(path))
+    if info.notes:  # how the log was read: a UTF-16 capture, a truncated gzip, ...
+        note = "; ".join((*info.notes, *((triage.note,) if triage.note else ())))
+        triage = dataclasses.replace(triage, note=note)
+    return triage
 
 
 def triage_many(paths: Sequence[Path], catalogue: Catalogue | None = None) -> list[LogTriage]:

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from vllmdiag.config.yamlsrc import load_commented
 from vllmdiag.errors import ConfigError
 from vllmdiag.triage.blame import RULE
 from vllmdiag.triage.regexguard import RegexTimeout, nested_repeat, time_limit
@@ -161,29 +160,9 @@ def _load_cached(path: Path, _mtime: int, _size: int) -> tuple[Entry, ...]:
 
 
 def _parse(path: Path) -> list[Entry]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"the catalogue is not UTF-8 text (byte 0x{exc.object[exc.start]:02x})",
-            where=f"{path}:{line}",
-            hint="save it as UTF-8 YAML, or give the right file",
-        ) from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the catalogue: {exc.strerror or exc}",
-            where=str(path),
-            hint=f"give an existing YAML file to --catalogue or ${ENV_VAR}",
-        ) from None
-    try:
-        root = YAML(typ="rt").load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ConfigError(f"not valid YAML: {exc.problem}", where=where) from None
-    except YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", where=str(path)) from None
+    # the limits every YAML file vllmdiag reads has: a bounded regular file (never a
+    # FIFO or /dev/zero), 64 levels, no alias bombs, scalars that build
+    root = load_commented(path, what="catalogue")
     if not isinstance(root, CommentedMap):
         raise ConfigError(
             "a catalogue is a mapping with a list under 'entries', not "

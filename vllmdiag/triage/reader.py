@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from vllmdiag.triage.callers import LITERALS as CALLER_LITERALS
+from vllmdiag.triage.logbytes import Normaliser
 
 BLOCK = 1 << 20
 MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut here
@@ -78,10 +79,15 @@ class ScanInfo:
     cut_lines: int
     last_line: bytes = b""  # the last non-blank line, where a log that just stops stopped
     compressed: bool = False
+    #: How the bytes were read, where that was not plain UTF-8 text (see ``logbytes``),
+    #: and a gzip stream that ends before its end.
+    notes: tuple[str, ...] = ()
 
 
-def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
-    """The text of ``fh`` in blocks, gunzipped when it is gzip (every member)."""
+def _blocks(fh: BinaryIO, notes: list[str]) -> Iterator[tuple[bytes, bool]]:
+    """The text of ``fh`` in blocks, gunzipped when it is gzip (every member). A gzip
+    stream cut short (a copy that stopped, a log still being written) is read as far as
+    it goes, and ``notes`` says so."""
     first = fh.read(BLOCK)
     if not first.startswith(b"\x1f\x8b"):
         data = first
@@ -91,7 +97,9 @@ def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
         return
     raw = first
     dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    fed = False  # the current decompressor has had input (a member is under way)
     while raw:
+        fed = True
         out = dec.decompress(raw, BLOCK)
         while True:
             if out:
@@ -102,6 +110,7 @@ def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
         if dec.eof:  # a next member, or trailing garbage
             rest = dec.unused_data
             dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            fed = False
             if rest:
                 raw = rest
                 continue
@@ -109,6 +118,8 @@ def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
     tail = dec.flush()
     if tail:
         yield tail, True
+    if fed and not dec.eof:
+        notes.append("the gzip stream ends early (a truncated copy?): read as far as it goes")
 
 
 def scan(
@@ -138,7 +149,9 @@ def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
     last = b""
     carry = b""
     gz = False
-    for data, compressed in _blocks(fh):
+    notes: list[str] = []
+    normaliser = Normaliser()
+    for data, compressed in normaliser.blocks(_blocks(fh, notes)):
         gz = compressed
         known = None if gz else total
         state.head = size - len(carry) < EDGE
@@ -163,7 +176,15 @@ def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
         state.head, state.tail = size - len(carry) < EDGE, True
         carry += b"\n"
         state.block(carry, 0, len(carry))
-    return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut, state.last_line, gz)
+    return ScanInfo(
+        state.lineno,
+        size,
+        size > 0 and last != b"\n",
+        state.cut,
+        state.last_line,
+        gz,
+        tuple(normaliser.notes + notes),
+    )
 
 
 def _bounded(state: _State, carry: bytes) -> bytes:
