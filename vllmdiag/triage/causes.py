@@ -205,11 +205,13 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
 def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
     r = ev.relay
     assert r is not None
-    body = r.type == PYDANTIC_ERROR  # the error's own line, not a relay of it
+    body = r.type == PYDANTIC_ERROR or r.own  # the error's own line, not a relay of it
     why = (
         f"a pydantic validation error's own line (line {r.line}); its header line, which "
         "names the error, is not in view"
-        if body
+        if r.type == PYDANTIC_ERROR
+        else f"the error's own words, quoted on line {r.line} without a traceback"
+        if r.own
         else f"the error {r.process} relays on line {r.line}, without a traceback: the "
         "failing process's own output is not in view"
     )

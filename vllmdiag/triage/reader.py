@@ -35,7 +35,8 @@ CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 #: Substrings of every fatal line, searched in every block. Short on purpose: ``rror`` is
 #: Error and error (``RROR`` an ERROR record), ``atal`` Fatal and fatal, ``illed`` Killed
 #: and killed; vLLM's request-length message as a client relays it, a frame line (a stack
-#: pasted without header or exception), the Chinese word for failed.
+#: pasted without header or exception), the Chinese word for failed, Python's argument errors
+#: (quoted in prose without their ``TypeError``).
 LITERALS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"rror",
@@ -50,6 +51,9 @@ LITERALS: tuple[bytes, ...] = (
     b"maximum context length",
     b'  File "',  # a frame: stack pasted without its header or exception line
     "失败".encode(),  # "failed", in Chinese-language pastes
+    b"unexpected keyword",  # Python's argument errors, quoted without their type
+    b"positional argument",
+    b"keyword-only argument",
 )
 #: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion", *CALLER_LITERALS)

@@ -5,7 +5,10 @@ AttributeError: ..``), an error record saying a server failed to start and why, 
 in Chinese, an error quoted as one string with its line breaks escaped (the last line
 names it), a pydantic validation error's body line whose header line is cut, and
 vLLM's own request-length message as a client prints the 400 it got
-back."""
+back. Also an error a person quotes in prose, in backticks (``it complains `AttributeError:
+..` ``; an untyped ``f() got an unexpected keyword argument 'x'``), and pip's resolver
+refusing an install (``Cannot install vllm because these package versions have
+conflicting dependencies.``): these are the error's own words, read as its exception line."""
 
 from __future__ import annotations
 
@@ -40,6 +43,21 @@ _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\)\s*\(pid=(?P<pid>\w+)")
 #: only the body.
 _PYDANTIC_LINE = re.compile(r"^(?:Value|Assertion) error, \S.* \[type=\w+, input_value=")
 PYDANTIC_ERROR = "pydantic_core._pydantic_core.ValidationError"
+#: An error quoted in backticks inside a sentence: typed, or Python's own untyped
+#: argument error (the closing backtick may be cut with the paste).
+_BACKTICK_TYPED = re.compile(
+    r"`(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>[^`]+?)(?:`|$)"
+)
+_BACKTICK_ARGS = re.compile(
+    r"`(?P<msg>[\w.]+\(\) (?:got an unexpected keyword argument|missing \d+ required"
+    r"(?: positional| keyword-only)? arguments?:|takes \d+ positional arguments? but)"
+    r" [^`]+?)(?:`|$)"
+)
+#: pip's resolver giving up (the ``ResolutionImpossible`` line follows, naming no package).
+_PIP_CONFLICT = re.compile(
+    r"^(?:ERROR: )?(?P<msg>Cannot install .+? because these package versions have "
+    r"conflicting dependencies\.)"
+)
 _OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
 _QUOTE_END = re.compile(r"""["']+\s*$""")
 
@@ -50,6 +68,7 @@ class Relay:
     process: str
     type: str
     message: str
+    own: bool = False  # the error's own words (a quote in prose, pip's): not a relay
 
 
 def classify(line: Line, error_record: bool) -> Relay | None:
@@ -65,6 +84,13 @@ def classify(line: Line, error_record: bool) -> Relay | None:
             actor = _RAY_ACTOR.search(parts[0])
             proc = f"{actor['actor']} pid={actor['pid']}" if actor else line.process
             return Relay(line.number, proc, e["type"], e["msg"])
+    q = _BACKTICK_TYPED.search(text) or _BACKTICK_ARGS.search(text)
+    if q:
+        typ = q["type"] if "type" in q.groupdict() else ""
+        return Relay(line.number, line.process, typ, q["msg"].strip(), own=True)
+    p = _PIP_CONFLICT.match(text)
+    if p:
+        return Relay(line.number, line.process, "", p["msg"], own=True)
     m = _TYPED.search(text)
     if m:
         return Relay(line.number, line.process, m["type"], _QUOTE_END.sub("", m["msg"]))

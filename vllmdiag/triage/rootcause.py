@@ -1,7 +1,9 @@
 """Choose the root cause among what a log shows (pure: no I/O).
 
 Candidates are the exceptions of the log's tracebacks (whole, headless or V0 notices),
-the lines saying a process died, the errors a wrapper quotes and a refused command line.
+the lines saying a process died, the errors a wrapper quotes and a refused command line. Ray's report that an actor's
+worker process died, carried in the receiver's ``ActorDiedError``, is the dead actor's
+death line.
 Set aside first: identical copies, tracebacks that did not end the run (logged below
 ERROR, a background thread, a catalogue entry marked benign), and vLLM's wrappers
 (``Engine core initialization failed``, ``Worker failed with error``, ...); in a chain
@@ -16,7 +18,8 @@ failed first):
    the error a process around vLLM relays on one line (see ``relays``);
 2. a command line the program refused;
 3. follow-on errors (an interrupt, a closed pipe, a plugin or request error vLLM went on
-   from) and follow-on deaths (exit -15: killed by its parent);
+   from, pip's ``ResolutionImpossible`` under the conflict it reported) and follow-on
+   deaths (exit -15: killed by its parent);
 4. vLLM's ``EngineCore encountered a fatal error`` without its traceback;
 5. tracebacks of background threads.
 """
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 
 from vllmdiag.triage import causes
 from vllmdiag.triage.catalogue import Catalogue
-from vllmdiag.triage.deaths import Death
+from vllmdiag.triage.deaths import Death, actor_death
 from vllmdiag.triage.fallback import quoted, unknown_note
 from vllmdiag.triage.model import Evidence, LogTriage, RootCause, Skipped
 from vllmdiag.triage.tracebacks import Link, Traceback
@@ -58,8 +61,10 @@ SECONDARY = frozenset(
         "CancelledError",
         "ContextTerminated",
         "ZMQError",
+        "ResolutionImpossible",  # pip's closing line; the conflict it names is above
     }
 )
+_ACTOR_DIED = "ActorDiedError"
 _DEATH_TIER = {"strong": 0, "signal": 1, "follow-on": 3, "weak": 4}
 
 
@@ -142,6 +147,10 @@ def choose(
                     cands.append(_Candidate(1, k.exc_line, _quote(tb, k, inner, cat, ev)))
         root = _root_link(links, cat, ev.vllm_version)
         if root is None:
+            continue
+        dead = actor_death(root.message, root.exc_line) if _ACTOR_DIED in root.type else None
+        if dead is not None:  # the receiver's error: the dead actor is the root cause
+            cands.append(_Candidate(0, dead.line, _death(dead, cat, ev)))
             continue
         follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
         label = "follow-on" if follow else ""

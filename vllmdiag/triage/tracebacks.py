@@ -176,7 +176,14 @@ class TracebackParser:
             self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(_frame(fm))
             self.traceish[key] = line.number
             return False
-        if not stripped or line.text[:1] in (" ", "\t") or stripped[:1] in "^~":
+        indented = line.text[:1] in (" ", "\t")
+        if indented and self.traceish.get(key, -9) < line.number - 2:
+            m = _EXC.match(stripped)
+            if m and m["msg"] and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1]):
+                # an exception line a paste indented (a quote block), with no frame near
+                self._headless(key, line, m["type"], m["msg"], False, "exception")
+                return True
+        if not stripped or indented or stripped[:1] in "^~":
             if stripped:
                 self.traceish[key] = line.number  # source line or carets under it
             return False
