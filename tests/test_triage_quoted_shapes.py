@@ -1,5 +1,5 @@
 """Readers for the shapes field3's held-out scoring left unread (an error quoted in prose,
-an indented exception line, pip's resolver, Ray's actor death report): each on a minimal
+an indented exception line, pip's resolver): each on a minimal
 excerpt of the real shape (not the corpus's log), with the neighbouring shape that must
 not be read the same way."""
 
@@ -105,37 +105,3 @@ def test_pips_resolver_refusing_an_install_is_the_root_cause(tmp_path: Path) -> 
         "Cannot install vllm==0.5.4 and torch==2.5.1 because these package versions have "
         "conflicting dependencies."
     )
-
-
-_ACTOR_DIED = (
-    "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
-    "\tclass_name: vllm.v1.executor.ray_utils.RayWorkerWrapper\n"
-    "\tactor_id: 9f0c1e2d3b4a59687766554401000000\n"
-    "\tpid: 48121\n"
-    "\tnamespace: 5b1f0e7c-2d7e-4a7c-9d0e-1f2a3b4c5d6e\n"
-    "\tip: 10.0.0.12\n"
-    "The actor is dead because its worker process has died. Worker exit type: "
-    "UNEXPECTED_SYSTEM_EXIT Worker exit detail: Worker exits unexpectedly by a signal. "
-    "SystemExit is raised (sys.exit is called). Exit code: 1.\n"
-)
-
-
-def test_rays_worker_process_death_is_the_dead_actors_not_the_receivers(
-    tmp_path: Path,
-) -> None:
-    rc = _cause(tmp_path, _ACTOR_DIED)
-    assert rc.evidence == "death-line" and rc.type == ""
-    assert rc.process == "RayWorkerWrapper pid=48121"
-    assert rc.message.startswith(
-        "The actor is dead because its worker process has died. Worker exit type: "
-        "UNEXPECTED_SYSTEM_EXIT"
-    )
-    assert rc.origin == "unknown"
-
-
-def test_an_actor_death_without_rays_worker_report_stays_the_exception(
-    tmp_path: Path,
-) -> None:
-    rc = _cause(tmp_path, _ACTOR_DIED.split("The actor is dead")[0])
-    assert rc.type == "ray.exceptions.ActorDiedError"
-    assert rc.evidence == "exception-line"

@@ -155,26 +155,6 @@ def classify(line: Line) -> Death | None:
     return None
 
 
-#: Ray's report of an actor whose worker process died (no exception of the actor's own:
-#: the receiver's ``ActorDiedError`` carries it, with the actor's class and pid).
-_ACTOR_DEAD = re.compile(r"The actor is dead because its worker process has died\b.*")
-_ACTOR_CLASS = re.compile(r"\bclass_name: (?:[\w<>]+\.)*(?P<cls>\w+)")
-_ACTOR_PID = re.compile(r"\bpid: (?P<pid>\d+)")
-
-
-def actor_death(message: str, line: int) -> Death | None:
-    """The death an ``ActorDiedError``'s message reports (Ray's "the actor is dead
-    because its worker process has died"), named for the dead actor; None when the
-    message gives no such report (the actor raised instead: its traceback follows)."""
-    m = _ACTOR_DEAD.search(message)
-    if m is None:
-        return None
-    cls = _ACTOR_CLASS.search(message[: m.start()])
-    pid = _ACTOR_PID.search(message[: m.start()])
-    proc = " ".join(x for x in (cls and cls["cls"], pid and f"pid={pid['pid']}") if x)
-    return Death(line, proc or "ray actor", m.group(), "strong", "unknown", None)
-
-
 class DeathWatch:
     """Collects death lines, and the Python stack faulthandler prints under a fatal one."""
 

@@ -1,9 +1,7 @@
 """Choose the root cause among what a log shows (pure: no I/O).
 
 Candidates are the exceptions of the log's tracebacks (whole, headless or V0 notices),
-the lines saying a process died, the errors a wrapper quotes and a refused command line. Ray's report that an actor's
-worker process died, carried in the receiver's ``ActorDiedError``, is the dead actor's
-death line.
+the lines saying a process died, the errors a wrapper quotes and a refused command line.
 Set aside first: identical copies, tracebacks that did not end the run (logged below
 ERROR, a background thread, a catalogue entry marked benign), and vLLM's wrappers
 (``Engine core initialization failed``, ``Worker failed with error``, ...); in a chain
@@ -32,7 +30,7 @@ from dataclasses import dataclass
 
 from vllmdiag.triage import causes
 from vllmdiag.triage.catalogue import Catalogue
-from vllmdiag.triage.deaths import Death, actor_death
+from vllmdiag.triage.deaths import Death
 from vllmdiag.triage.fallback import quoted, unknown_note
 from vllmdiag.triage.model import Evidence, LogTriage, RootCause, Skipped
 from vllmdiag.triage.tracebacks import Link, Traceback
@@ -64,7 +62,6 @@ SECONDARY = frozenset(
         "ResolutionImpossible",  # pip's closing line; the conflict it names is above
     }
 )
-_ACTOR_DIED = "ActorDiedError"
 _DEATH_TIER = {"strong": 0, "signal": 1, "follow-on": 3, "weak": 4}
 
 
@@ -147,10 +144,6 @@ def choose(
                     cands.append(_Candidate(1, k.exc_line, _quote(tb, k, inner, cat, ev)))
         root = _root_link(links, cat, ev.vllm_version)
         if root is None:
-            continue
-        dead = actor_death(root.message, root.exc_line) if _ACTOR_DIED in root.type else None
-        if dead is not None:  # the receiver's error: the dead actor is the root cause
-            cands.append(_Candidate(0, dead.line, _death(dead, cat, ev)))
             continue
         follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
         label = "follow-on" if follow else ""
