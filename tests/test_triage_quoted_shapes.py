@@ -105,3 +105,37 @@ def test_pips_resolver_refusing_an_install_is_the_root_cause(tmp_path: Path) -> 
         "Cannot install vllm==0.5.4 and torch==2.5.1 because these package versions have "
         "conflicting dependencies."
     )
+
+
+def test_a_failure_that_quotes_the_exceptions_repr_is_read_as_that_exception(
+    tmp_path: Path,
+) -> None:
+    rc = _cause(
+        tmp_path,
+        "INFO 09-02 10:01:12 __init__.py:183] Automatically detected platform cuda.\n"
+        "WARNING 09-02 10:01:13 _custom_ops.py:20] Failed to import from vllm._C with "
+        "ImportError('libcudart.so.12: cannot open shared object file: No such file or "
+        "directory')\n",
+    )
+    assert rc.type == "ImportError"
+    assert rc.message == (
+        "libcudart.so.12: cannot open shared object file: No such file or directory"
+    )
+    assert rc.evidence == "wrapper-message"
+
+
+def test_a_quoted_repr_warning_gives_way_to_the_traceback_that_ended_the_run(
+    tmp_path: Path,
+) -> None:
+    rc = _cause(
+        tmp_path,
+        "WARNING 09-02 10:01:13 _custom_ops.py:20] Failed to import from vllm._C with "
+        "ImportError('libcudart.so.12: cannot open shared object file')\n"
+        + "INFO 09-02 10:01:14 config.py:520] This model supports multiple tasks.\n"
+        * 9
+        + "Traceback (most recent call last):\n"
+        '  File "/x/site-packages/vllm/engine/arg_utils.py", line 900, in create_engine_config\n'
+        "    raise ValueError(msg)\n"
+        "ValueError: max_model_len 65536 is greater than the derived max_model_len 4096\n",
+    )
+    assert rc.type == "ValueError" and rc.evidence == "traceback"

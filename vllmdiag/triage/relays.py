@@ -2,13 +2,16 @@
 its own: a server or runtime saying what failed and quoting the error (``Failed to
 initialize Python stub: TypeError: ..``, ``Failed to import python 'vllm' module. ..
 AttributeError: ..``), an error record saying a server failed to start and why, the same
-in Chinese, an error quoted as one string with its line breaks escaped (the last line
-names it), a pydantic validation error's body line whose header line is cut, and
-vLLM's own request-length message as a client prints the 400 it got
-back. Also an error a person quotes in prose, in backticks (``it complains `AttributeError:
+in Chinese, a failure phrase quoting the exception's repr, an error quoted as one
+string with its line breaks escaped (the last line names it), a pydantic validation
+error's body line whose header line is cut, and vLLM's own request-length message as a
+client prints the 400 it got back.
+
+Also an error a person quotes in prose, in backticks (``it complains `AttributeError:
 ..` ``; an untyped ``f() got an unexpected keyword argument 'x'``), and pip's resolver
 refusing an install (``Cannot install vllm because these package versions have
-conflicting dependencies.``): these are the error's own words, read as its exception line."""
+conflicting dependencies.``): these are the error's own words, read as its exception
+line."""
 
 from __future__ import annotations
 
@@ -21,6 +24,12 @@ from vllmdiag.triage.lines import Line
 _TYPED = re.compile(
     r"(?:\b[Ff]ailed to [\w' .-]+?|\bError (?:in|while|during) [\w' .-]+?)[:.?!]"
     r"(?: [^:]*?[.?!])? (?P<type>[A-Z]\w*(?:Error|Exception)): (?P<msg>\S.*)$"
+)
+#: A failure phrase quoting the exception's repr (vLLM's ``Failed to import from vllm._C
+#: with ImportError('..: undefined symbol: ..')``, logged as a warning).
+_REPR = re.compile(
+    r"\b[Ff]ailed to [\w' .-]+? with (?P<type>[A-Z]\w*(?:Error|Exception))"
+    r"\((?P<q>['\"])(?P<msg>.+?)(?P=q)\)"
 )
 #: An error record saying a server or model failed to start or load, and why.
 _FAILED = re.compile(
@@ -91,6 +100,9 @@ def classify(line: Line, error_record: bool) -> Relay | None:
     p = _PIP_CONFLICT.match(text)
     if p:
         return Relay(line.number, line.process, "", p["msg"], own=True)
+    r = _REPR.search(text)
+    if r:
+        return Relay(line.number, line.process, r["type"], r["msg"])
     m = _TYPED.search(text)
     if m:
         return Relay(line.number, line.process, m["type"], _QUOTE_END.sub("", m["msg"]))
