@@ -62,6 +62,11 @@ def test_the_report_of_the_cpu_reproduction_goes_to_vllm_and_its_reproduction_ru
     run = tmp_path / "run"
     matrix = runner.invoke(app, ["matrix", str(_recipe(tmp_path, home)), "--out", str(run)])
     assert matrix.exit_code == 0, matrix.output
+    # The run keeps the recipe's scripts its cells ran: the report is drafted (and its
+    # reproduction pasted) where the recipe's folder is not.
+    kept = run / "recipe" / "thrmma" / "engine_start.py"
+    assert kept.read_text() == (REPO / "recipes" / "thrmma" / "engine_start.py").read_text()
+    shutil.rmtree(tmp_path / "thrmma")
     window = runner.invoke(
         app,
         ["window", "nvidia-cutlass-dsl", "--symbol", "cutlass.cute.core.ThrMma",

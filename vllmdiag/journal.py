@@ -27,7 +27,7 @@ import shutil
 import socket
 import stat
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,10 @@ SCHEMA = 2
 #: Journals this vllmdiag reads and resumes (1: results with hand-written keys).
 READABLE = (1, 2)
 EVENTS = "run.jsonl"
+# The files of the recipe's folder that cells' commands ran (a workload's scripts), as they
+# were when the cell ran: a report drafted on another machine writes them out from here.
+RECIPE_FILES = "recipe"
+RECIPE_FILE_MAX_BYTES = 1024 * 1024
 #: Salted digests of the values the run knew to be secret (never the values: see
 #: :func:`vllmdiag.redact.digests`), so that whatever reads the run back masks them.
 SECRET_DIGESTS = "secrets.sha256"
@@ -268,6 +272,35 @@ class RunDir:
                 res = dataclasses.replace(res, log=str(self.path / res.log))
             out[res.id] = res
         return out
+
+    def keep_recipe_files(self, recipe_dir: Path, argv: Sequence[str]) -> None:
+        """Copy into ``recipe/`` each regular UTF-8 file of at most 1 MiB inside
+        ``recipe_dir`` that ``argv`` names, once (the first cell's copy stands)."""
+        try:
+            root = recipe_dir.resolve()
+        except OSError:
+            return
+        for token in argv:
+            if not token.startswith("/"):
+                continue
+            try:
+                source = Path(token).resolve()
+                rel = source.relative_to(root)
+                info = source.stat()
+            except (OSError, ValueError):
+                continue
+            keep = self.path / RECIPE_FILES / rel
+            if keep.exists() or not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_size > RECIPE_FILE_MAX_BYTES:
+                continue
+            try:
+                text = source.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            with self._writing(keep, f"keep {rel}"):
+                keep.parent.mkdir(parents=True, exist_ok=True)
+                atomic.write_text(keep, text)
 
     def write_json(self, name: str, obj: Any) -> None:
         file = self.path / name

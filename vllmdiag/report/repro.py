@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllmdiag import redact
+from vllmdiag.journal import RECIPE_FILES
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import LegConfig
 from vllmdiag.model.stack import EnvRecord
@@ -181,6 +182,8 @@ def _token(
         return token
     path = Path(token)
     embedded = _embed(script, path)
+    if embedded is None:
+        embedded = _embed_kept(script, run, path)
     if embedded is not None:
         return embedded
     script.notes.append(
@@ -190,7 +193,7 @@ def _token(
     return token
 
 
-def _embed(script: Script, path: Path) -> str | None:
+def _embed(script: Script, path: Path, name: str | None = None) -> str | None:
     if path.suffix not in EMBED_SUFFIXES:
         return None
     try:
@@ -199,11 +202,26 @@ def _embed(script: Script, path: Path) -> str | None:
         content = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    name = path.name
+    name = name or path.name
     if script.files.get(name, content) != content:
         name = f"{path.parent.name}_{path.name}"
     script.files[name] = content
     return name
+
+
+def _embed_kept(script: Script, run: RunEvidence, path: Path) -> str | None:
+    """A recipe file the run kept (``recipe/`` in its directory), where the recipe's
+    folder is not on this machine."""
+    if run.recipe is None:
+        return None
+    try:
+        rel = path.relative_to(run.recipe.recipe_dir)
+    except ValueError:
+        return None
+    kept = run.path / RECIPE_FILES / rel
+    if ".." in rel.parts or kept.is_symlink():
+        return None
+    return _embed(script, kept, name=path.name)
 
 
 def render(script: Script, commands: Sequence[str]) -> str:

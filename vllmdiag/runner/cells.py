@@ -377,6 +377,8 @@ class _Run:
         self._finish(job.index, error_result(self.plans[job.cell_id], f"not run: {why}"))
 
     def _finish(self, index: int, result: CellResult) -> None:
+        if result.argv:
+            self.run.keep_recipe_files(self.recipe.recipe_dir, result.argv)
         self.run.write_result(result)
         self.results[result.id] = result
         self.emit(CellFinished(index, self.total, result.id, result))
