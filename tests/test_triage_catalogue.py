@@ -80,7 +80,7 @@ def test_non_utf8_catalogue_is_a_one_line_error(tmp_path: Path) -> None:
         _cli("triage", log, env={"VLLMDIAG_CATALOGUE": str(bad)}),
     ):
         assert res.exit_code == 1, res.output
-        assert f"{bad}:2: the catalogue is not UTF-8 text (byte 0xe9)" in res.output
+        assert f"{bad}:2:14: the catalogue is not UTF-8 text (byte 0xe9" in res.output
         assert "Traceback" not in res.output and "UnicodeDecodeError" not in res.output
 
 
@@ -161,4 +161,4 @@ def test_an_error_about_a_path_with_brackets_prints_the_path(tmp_path: Path) -> 
     bad.write_bytes(b"entries:\n  - name: caf\xe9\n")
     res = _cli("triage", str(LOGS / "segfault.log"), "--catalogue", str(bad))
     assert res.exit_code == 1
-    assert f"{bad}:2: the catalogue is not UTF-8 text" in res.output
+    assert f"{bad}:2:14: the catalogue is not UTF-8 text" in res.output

@@ -60,7 +60,7 @@ MAX_DEPTH = 64
 def load_yaml(file: Path, *, what: str = "file") -> Located:
     text = read_text(file, what=what)
     try:
-        _prescan(text, file)
+        prescan(text, file)
         root = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
         raise ConfigError(
@@ -79,7 +79,7 @@ def load_yaml(file: Path, *, what: str = "file") -> Located:
     return located
 
 
-def _prescan(text: str, file: Path) -> None:
+def prescan(text: str, file: Path) -> None:
     """Depth and recursive aliases, from the event stream (the parser is iterative;
     composing 50,000 nested lists would exhaust the stack first)."""
     depth = 0

@@ -20,6 +20,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from vllmdiag.config.source import read_text
+from vllmdiag.config.yamlsrc import prescan
 from vllmdiag.errors import ConfigError
 from vllmdiag.triage.blame import RULE
 from vllmdiag.triage.regexguard import RegexTimeout, nested_repeat, time_limit
@@ -161,22 +163,11 @@ def _load_cached(path: Path, _mtime: int, _size: int) -> tuple[Entry, ...]:
 
 
 def _parse(path: Path) -> list[Entry]:
+    # Bounded like every YAML file a user names: a FIFO, a device or a huge file is
+    # refused before a byte is parsed, and nesting is checked on the event stream.
+    text = read_text(path, what="catalogue")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"the catalogue is not UTF-8 text (byte 0x{exc.object[exc.start]:02x})",
-            where=f"{path}:{line}",
-            hint="save it as UTF-8 YAML, or give the right file",
-        ) from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the catalogue: {exc.strerror or exc}",
-            where=str(path),
-            hint=f"give an existing YAML file to --catalogue or ${ENV_VAR}",
-        ) from None
-    try:
+        prescan(text, path)
         root = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark
@@ -184,6 +175,12 @@ def _parse(path: Path) -> list[Entry]:
         raise ConfigError(f"not valid YAML: {exc.problem}", where=where) from None
     except YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", where=str(path)) from None
+    except RecursionError:
+        raise ConfigError(
+            "not valid here: nested too deep",
+            where=str(path),
+            hint="see the bundled vllmdiag/triage/catalogue.yaml for the format",
+        ) from None
     if not isinstance(root, CommentedMap):
         raise ConfigError(
             "a catalogue is a mapping with a list under 'entries', not "
