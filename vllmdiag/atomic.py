@@ -57,4 +57,7 @@ def read_json(path: Path, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
         if st.st_size > max_bytes:
             raise ValueError(f"{path} is larger than {max_bytes} bytes")
         raw = fh.read(max_bytes + 1)
-    return json.loads(raw.decode("utf-8"))
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:  # the decoder recurses once per nesting level
+        raise ValueError(f"{path} is nested too deep to be one of vllmdiag's files") from None
