@@ -11,6 +11,7 @@ these consoles print: Rich's own styling and cursor control are not text, and pa
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -147,6 +148,21 @@ def report_error(
         emit_json({"error": message, "where": where, "hint": hint})
 
 
+#: What the system says about a path a user named, and what to do next. The reading code
+#: checks kinds and sizes; these come from the path itself (pathlib's checks raise them).
+_PATH_ERRNOS = {
+    errno.ENAMETOOLONG: "a path component is at most 255 bytes: shorten the name",
+    errno.ELOOP: "the path goes through a symbolic link that points to itself: fix the link",
+    errno.EACCES: "give a path you may read (and, for an output, write)",
+    errno.EPERM: "give a path you may read (and, for an output, write)",
+    errno.EROFS: "the place is read-only: give a writable directory",
+    errno.EIO: "the system could not read it: give a regular file",
+    errno.ENOSPC: "the disk is full: free space or give another place",
+    errno.EDQUOT: "the disk quota is spent: free space or give another place",
+    errno.ENXIO: "give a regular file",
+}
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn a :class:`VllmdiagError` into a message and exit 1; Ctrl-C into exit 130."""
@@ -154,6 +170,17 @@ def user_errors() -> Iterator[None]:
         yield
     except VllmdiagError as exc:
         report_error(exc.message, where=exc.where, hint=exc.hint, as_json=json_mode())
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        if exc.errno not in _PATH_ERRNOS or exc.filename is None:
+            raise  # not about a path the user named: a bug, with its traceback
+        where = printable(str(exc.filename))
+        report_error(
+            exc.strerror or str(exc),
+            where=where,
+            hint=_PATH_ERRNOS[exc.errno],
+            as_json=json_mode(),
+        )
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         if json_mode():
