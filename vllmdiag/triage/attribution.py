@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from vllmdiag.atomic import read_json
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.model import Attribution, Group, LogTriage, Unattributed
@@ -59,7 +59,7 @@ def recorded_outcome(log: Path) -> str | None:
     if log.name != "log.txt":
         return None
     try:
-        data = json.loads((log.parent / "result.json").read_text(encoding="utf-8"))
+        data = read_json(log.parent / "result.json")  # bounded: never /dev/zero or a FIFO
     except (OSError, ValueError):
         return None
     outcome = data.get("outcome") if isinstance(data, dict) else None
