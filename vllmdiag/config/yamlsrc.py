@@ -68,6 +68,14 @@ def load_yaml(file: Path, *, what: str = "file") -> Located:
         ) from None
     except YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", where=str(file)) from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        # A scalar the constructor cannot build: 2026-02-30 as a date, !!int abc,
+        # !!float abc, an integer past Python's 4,300-digit limit, a bad !!omap.
+        raise ConfigError(
+            f"not valid YAML: a value cannot be read ({exc})",
+            where=str(file),
+            hint="quote the value to keep it as text, or correct it",
+        ) from None
     except RecursionError:
         raise ConfigError(
             f"not valid here: nested more than {MAX_DEPTH} levels deep",
