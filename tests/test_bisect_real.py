@@ -188,3 +188,22 @@ def test_recipe_and_command_errors(tmp_path: Path) -> None:
         ],
     )
     assert no_cell.exit_code == 1 and "no cell 'legazy'" in no_cell.output
+
+
+def test_the_detail_says_why_a_version_was_bad_and_swapped_ends_are_named() -> None:
+    result = CliRunner().invoke(
+        app, ["bisect", "packaging", "--good", "21.0", "--bad", "23.0", "--", *CHECK]
+    )
+    assert result.exit_code == 0, result.output
+    bad_rows = [line for line in result.output.splitlines() if "│ bad" in line]
+    assert bad_rows and all("exit 1: AttributeError" in row for row in bad_rows), result.output
+    good_rows = [line for line in result.output.splitlines() if "│ good" in line]
+    assert good_rows and all("exit 0" in row for row in good_rows), result.output
+
+    swapped = CliRunner().invoke(
+        app, ["bisect", "packaging", "--good", "23.0", "--bad", "21.0", "--", *CHECK]
+    )
+    assert swapped.exit_code == 1, swapped.output
+    assert "--good 23.0 checks bad and --bad 21.0 checks good" in swapped.output
+    assert "swap them: --good 21.0 --bad 23.0" in swapped.output
+    assert "Traceback" not in swapped.output

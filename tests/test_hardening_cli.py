@@ -119,8 +119,9 @@ def test_commands_are_printed_so_they_can_be_pasted(tmp_path: Path) -> None:
     text = RUNNER.invoke(app, ["matrix", str(path), "--dry-run"], env={"COLUMNS": "40"}).output
     lines = text.splitlines()
     command = next(ln for ln in lines if ln.startswith("  $ "))
-    assert shlex.split(command[4:]) == argv  # one line, whole, quoted
-    assert next(ln for ln in lines if ln.startswith("  env: ")) == "  env: GREETING='hello world'"
+    assert command.startswith("  $ GREETING='hello world' ")  # the overlay, then the command
+    assert shlex.split(command[4:]) == ["GREETING=hello world", *argv]  # one line, quoted
+    assert plan["cells"][0]["env"] == {"GREETING": "hello world"}
     run = tmp_path / "run"
     assert RUNNER.invoke(app, ["matrix", str(path), "--out", str(run)]).exit_code == 0
     log = (run / "cells/r1.baseline.w/log.txt").read_text().splitlines()
@@ -166,7 +167,7 @@ def test_log_text_and_names_with_brackets_print_literally_and_resume(tmp_path: P
         assert text in first.output
     assert "RuntimeError: no weights at [/data/models/qwen] for [bold] [cu13]" in first.output
     dry = RUNNER.invoke(app, ["matrix", str(path), "--dry-run"], env=env)
-    assert dry.exit_code == 0 and "env: TAG='[cu13] [bold]'" in dry.output
+    assert dry.exit_code == 0 and "$ TAG='[cu13] [bold]' " in dry.output
     shown = RUNNER.invoke(app, ["arms", "show", "enforce-eager"], env=env)
     assert shown.exit_code == 0
 

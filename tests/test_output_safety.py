@@ -13,7 +13,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.cli.tables import shell_assignment
+from vllmdiag.plan.command import assignment, shell_word
 
 RUNNER = CliRunner()
 ESCAPES = ("\x1b[2J", "\x1b]0;pwned\x07", "\u202e")
@@ -47,20 +47,31 @@ def test_an_env_name_a_shell_cannot_assign_is_refused_at_load(tmp_path: Path) ->
 
 def test_every_printed_env_line_pastes_as_assignments() -> None:
     for name, value in [("A", "x; touch /tmp/pwned"), ("X;touch /tmp/p;Y", "1"), ("B", "$(id)")]:
-        words = shlex.split(shell_assignment(name, value))
+        words = shlex.split(assignment(name, value))
         assert words == [f"{name}={value}"]  # one word: nothing else a shell would run
 
 
+def test_a_word_with_control_characters_is_one_escaped_word_bash_reads_back() -> None:
+    for value in ["a\x1b[2Jb", "line\nnext; touch pwned", "it's \\ \u202e\x07", "\x00\x7f"]:
+        word = shell_word(value)
+        assert word.isprintable() and "\n" not in word
+        if "\x00" in value:
+            continue  # no argv can hold a NUL (recipes refuse it at load)
+        done = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True)
+        assert done.stdout.decode() == value
+
+
 def test_dry_run_pasted_into_a_shell_runs_nothing_else(tmp_path: Path) -> None:
-    (tmp_path / "w.py").write_text("print('ok')\n")
+    (tmp_path / "w.py").write_text("import os\nprint(os.environ['GREETING'])\nprint('ok')\n")
     path = _recipe(tmp_path, '{GREETING: "a; touch pwned; $(touch pwned2)"}')
     result = RUNNER.invoke(app, ["matrix", str(path), "--dry-run"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    env = next(ln for ln in lines if ln.startswith("  env: "))[len("  env: ") :]
+    assert not any(ln.startswith("  env: ") for ln in lines)  # one line per cell
     command = next(ln for ln in lines if ln.startswith("  $ "))[len("  $ ") :]
+    assert command.startswith("GREETING='a; touch pwned; $(touch pwned2)' ")
     done = subprocess.run(
-        ["bash", "-c", f"{env} printenv GREETING && {command}"],
+        ["bash", "-c", command],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -193,7 +193,7 @@ class RunDir:
                 except UnicodeDecodeError:
                     self.warn(f"{file}:{i}: not UTF-8; line skipped")
                     continue
-                except ValueError:
+                except (ValueError, RecursionError):
                     self.warn(f"{file}:{i}: not JSON (torn by a crash?); line skipped")
                     continue
                 except RecursionError:
@@ -216,7 +216,16 @@ class RunDir:
     def cell_dir(self, cell_id: str) -> Path:
         if not cell_id or "/" in cell_id or cell_id in (".", "..") or "\x00" in cell_id:
             raise VllmdiagError(f"cell id {cell_id!r} cannot name a directory")
-        return self.path / "cells" / cell_id
+        path = self.path / "cells" / cell_id
+        for part in (path.parent, path):  # a tampered run dir must not redirect writes
+            if _is_link(part):
+                raise RunDirError(
+                    f"{part.name} in the run directory is a symlink (to "
+                    f"{os.readlink(part)!r}); vllmdiag writes only inside the run directory",
+                    where=str(part),
+                    hint="remove the link (rm, not rm -r) and resume, or start a new run",
+                )
+        return path
 
     def log_path(self, cell_id: str) -> Path:
         return self.cell_dir(cell_id) / "log.txt"
@@ -252,15 +261,35 @@ class RunDir:
             atomic.write_json(file, redact.data({"schema": SCHEMA, **data}))
 
     def finished(self) -> dict[str, CellResult]:
+        """Every cell's result that can be trusted. A result that cannot (unreadable, of
+        a schema this vllmdiag does not know, behind a symlink, or disagreeing with the
+        journal's record of the cell: edited by hand) is skipped with a warning, and the
+        cell runs again."""
         out: dict[str, CellResult] = {}
-        for file in sorted((self.path / "cells").glob("*/result.json")):
+        cells = self.path / "cells"
+        if _is_link(cells):
+            self.warn(f"{cells}: a symlink, not the run's own directory; no result is reused")
+            return out
+        journaled = self._journaled()
+        for file in sorted(cells.glob("*/result.json")):
+            if _is_link(file.parent) or _is_link(file):
+                link = file.parent if _is_link(file.parent) else file
+                self.warn(f"{link}: a symlink in the run directory; ignored, the cell runs again")
+                continue
             try:
-                data = atomic.read_json(file)
+                data = atomic.read_json(file, follow=False)
             except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
                 self.warn(f"{file}: unreadable ({exc}); the cell runs again")
                 continue
             if not isinstance(data, dict):
                 self.warn(f"{file}: a JSON {type(data).__name__}, not a result; runs again")
+                continue
+            if data.get("schema", 1) not in READABLE:
+                self.warn(
+                    f"{file}: result schema {data.get('schema')!r}; this vllmdiag reads "
+                    + ", ".join(map(str, READABLE))
+                    + "; the cell runs again"
+                )
                 continue
             try:
                 res = load_result(data)
@@ -271,14 +300,35 @@ class RunDir:
             if res.id != file.parent.name:
                 self.warn(f"{file}: holds cell {res.id!r}, not {file.parent.name!r}; ignored")
                 continue
+            said = journaled.get(res.id)
+            if said is not None and said != (res.outcome.value, res.reuse_key):
+                self.warn(
+                    f"{file}: says {res.outcome.value}, but the journal recorded "
+                    f"{said[0]} for this cell (edited since?); the cell runs again"
+                )
+                continue
             if res.log and not Path(res.log).is_absolute():
                 res = dataclasses.replace(res, log=str(self.path / res.log))
             out[res.id] = res
         return out
 
+    def _journaled(self) -> dict[str, tuple[str, str]]:
+        """(outcome, reuse key) of each cell's last recorded result in the journal."""
+        said: dict[str, tuple[str, str]] = {}
+        if not (self.path / EVENTS).is_file():
+            return said
+        for ev in self.events():
+            result = ev.get("result")
+            if ev.get("event") in ("cell_finished", "cell_reused") and isinstance(result, dict):
+                cid, outcome, key = result.get("id"), result.get("outcome"), result.get("reuse_key")
+                if isinstance(cid, str) and isinstance(outcome, str) and isinstance(key, str):
+                    said[cid] = (outcome, key)
+        return said
+
     def keep_recipe_files(self, recipe_dir: Path, argv: Sequence[str]) -> None:
         """Copy into ``recipe/`` each regular UTF-8 file of at most 1 MiB inside
-        ``recipe_dir`` that ``argv`` names, once (the first cell's copy stands)."""
+        ``recipe_dir`` that ``argv`` names, once (the first cell's copy stands), with the
+        values the run knows to be secret masked as everywhere in the run directory."""
         try:
             root = recipe_dir.resolve()
         except OSError:
@@ -303,7 +353,7 @@ class RunDir:
                 continue
             with self._writing(keep, f"keep {rel}"):
                 keep.parent.mkdir(parents=True, exist_ok=True)
-                atomic.write_text(keep, text)
+                atomic.write_text(keep, redact.text(text))  # secrets masked, code kept
 
     def write_json(self, name: str, obj: Any) -> None:
         file = self.path / name
@@ -368,6 +418,13 @@ class RunDir:
             hint="choose a place you can write with --out or --runs-root"
             + (f", or fix it and resume: {resume}" if self.source else ""),
         )
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def load_result(data: Mapping[str, Any]) -> CellResult:

@@ -78,9 +78,43 @@ def leg_runs(
         rc = None if done.timed_out else done.rc
         value = None
         if req.metric is not None and rc == 0:
-            value = read_metric(log.read_text(errors="replace"), req.metric)
-        runs.append(CheckRun(rc, verdict_for_rc(rc), value))
+            value = read_metric(bounded_text(log), req.metric)
+        runs.append(CheckRun(rc, verdict_for_rc(rc), value, detail=said_by(log, rc, req)))
     return runs
+
+
+def said_by(log: Path, rc: int | None, req: BisectRequest) -> str:
+    """Why a run checked as it did, in a line: a timeout, the root cause triage finds in
+    its output, or its last line."""
+    if rc is None:
+        return f"timed out after {req.timeout_s:g}s" if req.timeout_s else "timed out"
+    if rc == 0:
+        return "exit 0"
+    from vllmdiag.triage import triage_file  # loaded when a check fails
+
+    try:
+        cause = triage_file(log).root_cause
+    except Exception:  # a reader's fault is no reason to lose the step
+        cause = None
+    if cause is not None and cause.signature:
+        return redact.text(f"exit {rc}: {cause.signature}")[:300]
+    lines = [line for line in bounded_text(log, tail=True).splitlines() if line.strip()]
+    return redact.text(f"exit {rc}" + (f": {lines[-1].strip()}" if lines else ""))[:300]
+
+
+#: A check's output read back for a metric or its last line: its last 4 MiB.
+_TAIL = 4 << 20
+
+
+def bounded_text(log: Path, *, tail: bool = True) -> str:
+    """The end of ``log`` (at most 4 MiB), as text; empty where it cannot be read."""
+    try:
+        with log.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - _TAIL) if tail else 0)
+            return fh.read(_TAIL).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def read_metric(text: str, name: str) -> float | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vllmdiag import codec, redact
+from vllmdiag.config import numbers
 from vllmdiag.envs.spec import default_python
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.pkgindex import arguments as args
@@ -134,10 +135,8 @@ def validate_check(req: BisectRequest, *, threshold_required: bool) -> RecipeCel
     """The arguments of the check (command or recipe cell, repeats, metric); the recipe
     cell to check, if the check is one."""
     args.at_least(req.repeat, 1, "--repeat")
-    if req.timeout_s is not None and req.timeout_s <= 0:
-        raise VllmdiagError(
-            f"{req.timeout_s:g} seconds is no time", where="--timeout", hint="give seconds > 0"
-        )
+    if req.timeout_s is not None:
+        numbers.seconds(req.timeout_s, "--timeout", zero_ok=False)
     if req.threshold is not None and req.metric is None and not threshold_required:
         raise VllmdiagError(
             "--threshold needs --metric",
@@ -152,10 +151,8 @@ def validate_check(req: BisectRequest, *, threshold_required: bool) -> RecipeCel
             where=missing,
             hint="e.g. --metric tokens_per_s --threshold 0.9 (bad below 90% of the good end)",
         )
-    if req.threshold is not None and req.threshold <= 0:
-        raise VllmdiagError(
-            f"{req.threshold:g} is not a ratio", where="--threshold", hint="give a ratio > 0"
-        )
+    if req.threshold is not None:
+        numbers.ratio(req.threshold, "--threshold")
     for text in req.with_requirements:
         args.package(text, where="--with")
     if req.exclude_newer:

@@ -16,7 +16,14 @@ from vllmdiag.bisect.events import BisectEvent, CandidatesListed, StepFinished, 
 from vllmdiag.bisect.journal import BisectJournal
 from vllmdiag.bisect.request import BisectRequest, bisect_versions, question, validate
 from vllmdiag.bisect.results import BisectResult, CheckRun, Step
-from vllmdiag.bisect.search import StepVerdict, bisect_positions, majority, metric_verdict
+from vllmdiag.bisect.search import (
+    StepVerdict,
+    SwappedEnds,
+    bisect_positions,
+    majority,
+    metric_verdict,
+)
+from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.measuring import measuring
 from vllmdiag.paths import cache_root
@@ -59,7 +66,14 @@ def bisect_releases(req: BisectRequest, observer: Observer[BisectEvent] = ignore
         return step.verdict
 
     with measuring(observer=emit):  # every step measures: one job on the node at a time
-        found, _ = bisect_positions(len(versions), check)
+        try:
+            found, _ = bisect_positions(len(versions), check)
+        except SwappedEnds as exc:
+            raise VllmdiagError(
+                f"--good {req.good} checks bad and --bad {req.bad} checks good",
+                where="--good/--bad",
+                hint=f"swap them: --good {req.bad} --bad {req.good}",
+            ) from exc
     order = {v: i for i, v in enumerate(versions)}
     return BisectResult(
         package=pkg.name + extras,

@@ -108,6 +108,8 @@ def bisect_positions(
     for pos, want in ((0, StepVerdict.GOOD), (n - 1, StepVerdict.BAD)):
         got = check(pos)
         verdicts[pos] = got
+        if got is StepVerdict.BAD and pos == 0 and check(n - 1) is StepVerdict.GOOD:
+            raise SwappedEnds()
         if got is not want:
             raise EndpointError(pos, want, got)
     while (step := next_candidate(n, verdicts)) is not None:
@@ -129,3 +131,13 @@ class EndpointError(VllmdiagError):
         self.position = position
         self.end = end
         self.got = got
+
+
+class SwappedEnds(EndpointError):
+    """The --good end checks bad and the --bad end good: they were given the wrong way
+    round."""
+
+    def __init__(self) -> None:
+        super().__init__(0, StepVerdict.GOOD, StepVerdict.BAD)
+        self.message = "the --good version checks bad and the --bad version checks good"
+        self.hint = "swap them: the two ends look the wrong way round"

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from vllmdiag.cli.output import JsonOption, emit_json, human, lit, plain, user_errors
+from vllmdiag.cli.tables import print_table
 from vllmdiag.config import load_arm_library
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.arms import Arm
@@ -53,8 +54,10 @@ def list_arms(
             return
         table = Table(title="arms", title_justify="left")
         table.add_column("name", no_wrap=True)
-        for col in ("family", "kind", "change", "honoured by"):
-            table.add_column(col)
+        for col in ("family", "kind"):
+            table.add_column(col, no_wrap=True)
+        table.add_column("change")  # prose: wraps at spaces
+        table.add_column("honoured by", no_wrap=True)
         for a in arms:
             table.add_row(
                 *(
@@ -62,7 +65,7 @@ def list_arms(
                     for v in (a.name, a.family, a.kind.value, a.describe(), a.honoured_by)
                 )
             )
-        human(as_json).print(table)
+        print_table(human(as_json), table)
 
 
 @arms_app.command("show")

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.config.source import probe, regular_file
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.fingerprint import Fingerprint, fingerprint_diff, fingerprint_file
 from vllmdiag.fingerprint.startup import dominant, startup_diff
@@ -102,9 +103,7 @@ def fingerprint(
 
 
 def _existing(path: Path) -> Path:
-    if not path.is_file():
-        raise VllmdiagError("no such log file", where=str(path), hint="give a run's log file")
-    return path
+    return regular_file(path, what="log file", suffixes=(".log", ".txt", ".out", ".err", ".gz"))
 
 
 def _findings(leg: Path | None) -> list[tuple[str, str]]:
@@ -114,7 +113,7 @@ def _findings(leg: Path | None) -> list[tuple[str, str]]:
     from vllmdiag.envs import EnvCache, LegSpec
     from vllmdiag.hygiene import doctor
 
-    if not leg.exists():
+    if probe(leg, what="environment") is None:
         raise VllmdiagError("no such environment", where=str(leg), hint="give a venv or a python")
     env = EnvCache().ensure(LegSpec(name=leg.name or str(leg), existing=leg))
     report = doctor(env, check_gpu=False)

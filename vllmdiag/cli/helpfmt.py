@@ -32,6 +32,10 @@ class TidyGroup(TyperGroup):
 
 
 def tidy(command: Any) -> None:
+    for attr in ("help", "short_help"):  # docstrings' ``code`` is literal text in a terminal
+        text = getattr(command, attr, None)
+        if isinstance(text, str) and "``" in text:
+            setattr(command, attr, text.replace("``", ""))
     for param in getattr(command, "params", []):
         _tidy_param(param)
     _wrap_help_option(command)
@@ -54,6 +58,14 @@ def _tidy_param(param: Any) -> None:
     if param.metavar is None and param.name:
         param.metavar = param.name.upper()
     param.display_type_rich = lambda ctx=None: None
+    if hasattr(param, "_usage_display_name"):  # usage: RECIPE and [B], never {RECIPE}
+        param._usage_display_name = lambda p=param: _usage_name(p)
+
+
+def _usage_name(param: Any) -> str:
+    name = str(param.metavar or param.name or "").upper()
+    name = name if param.required else f"[{name}]"
+    return name + ("..." if param.nargs != 1 else "")
 
 
 def metavar(label: str | None) -> str:

@@ -67,6 +67,9 @@ class LiveView:
         )
         self._last_read = 0.0
         self._started = False
+        #: Cells settled so far: finished lines count these, so a resumed run's reused
+        #: cells (settled first, whatever their place in the plan) read [1/8], [2/8], ...
+        self._done = 0
 
     def __enter__(self) -> LiveView:
         return self
@@ -88,6 +91,7 @@ class LiveView:
         # Every name, path and log line is data: it goes in as Text, never as markup
         # (a log line holding "[/data/models/qwen]" must print, not crash the run).
         if isinstance(event, RunStarted):
+            self._done = 0
             self._start()
             self.progress.update(self.task, total=event.cells)
             verb = "resuming" if event.resumed else "run"
@@ -114,7 +118,8 @@ class LiveView:
                 self.status.plain = f"{event.id} {event.elapsed_s:6.1f}s | {last_line(event.log)}"
         elif isinstance(event, (CellFinished, CellReused)):
             r = event.result
-            line = Text(f"[{event.index}/{event.total}] {r.id}: ")
+            self._done += 1
+            line = Text(f"[{self._done}/{event.total}] {r.id}: ")
             line.append(r.outcome.value, style=STYLE.get(r.outcome.value, ""))
             line.append(f" rc={r.rc}" if r.rc is not None else "")
             reused = isinstance(event, CellReused)

@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperCommand
 
 from vllmdiag import codec
 from vllmdiag.cli.executor_opts import (
@@ -22,10 +21,12 @@ from vllmdiag.cli.executor_opts import (
     connected,
     with_repeats,
 )
+from vllmdiag.cli.forms import ResumeDir
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
-from vllmdiag.cli.tables import print_cells, verdict_table
-from vllmdiag.config import load_recipe
+from vllmdiag.cli.tables import print_cells, print_table, verdict_table
+from vllmdiag.cli.values import path_value
+from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.matrix.rejudge import rejudge
@@ -34,7 +35,7 @@ from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.proc import Interrupted
 
 
-class _MatrixCommand(TyperCommand):
+class _MatrixCommand(ResumeDir):
     """``matrix RECIPE`` runs; ``matrix verdict RUN_DIR`` decides a run again."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
@@ -67,15 +68,21 @@ def matrix(
     resume: Path | None = typer.Option(
         None,
         "--resume",
+        parser=path_value,
         metavar="DIR",
         help="Finish an interrupted run in its directory: cells with a result are kept.",
     ),
     out: Path | None = typer.Option(
-        None, "--out", metavar="DIR", help="Run directory (default RUNS_ROOT/<recipe>-<UTC>)."
+        None,
+        "--out",
+        parser=path_value,
+        metavar="DIR",
+        help="Run directory (default RUNS_ROOT/<recipe>-<UTC>).",
     ),
     runs_root: Path = typer.Option(
         Path("runs"),
         "--runs-root",
+        parser=path_value,
         metavar="DIR",
         help="Where a new run directory is created when --out is not given.",
     ),
@@ -126,7 +133,7 @@ def matrix(
         if not dry_run:
             warn_lines(console, recipe_warnings(rec))
         if dry_run:
-            p = plan(rec)
+            p = plan(rec, run_dir=resume or out)
             if as_json:
                 emit_json(codec.dump(p))
                 return
@@ -136,7 +143,7 @@ def matrix(
             out=out,
             resume=resume,
             runs_root=runs_root,
-            grace_s=grace,
+            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
             allow_contaminated=allow_contaminated,
             wait=wait,
         )
@@ -172,7 +179,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
     head.append(f": {p.question}", style="")
     console.print(head)
     legs = Table(title="legs", title_justify="left")
-    for col in ("leg", "key", "python", "requirements", "exclude_newer", "existing"):
+    for col in ("leg", "key", "python", "interpreter", "requirements", "exclude_newer", "existing"):
         legs.add_column(col, overflow="fold")
     for leg in p.legs:
         legs.add_row(
@@ -182,6 +189,7 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
                     leg.name,
                     leg.key,
                     leg.python,
+                    leg.interpreter,
                     " ".join(leg.requirements),
                     leg.exclude_newer or "",
                     leg.existing or "",
@@ -195,8 +203,9 @@ def _print_plan(console: Console, p: MatrixPlan) -> None:
 
 def _print_report(console: Console, report: MatrixReport) -> None:
     console.print()
-    console.print(
-        verdict_table(report.verdict, report.workloads, f"{report.recipe}: {report.question}")
+    print_table(
+        console,
+        verdict_table(report.verdict, report.workloads, f"{report.recipe}: {report.question}"),
     )
     verdict = Text("\nVerdict. ", style="bold")
     verdict.append(report.verdict.summary, style="")

@@ -25,7 +25,7 @@ from rich.segment import Segment
 from rich.text import Text
 
 from vllmdiag import redact
-from vllmdiag.errors import VllmdiagError
+from vllmdiag.errors import ConfigError, VllmdiagError
 from vllmdiag.printable import printable
 
 
@@ -151,7 +151,6 @@ def report_error(
 #: What the system says about a path a user named, and what to do next. The reading code
 #: checks kinds and sizes; these come from the path itself (pathlib's checks raise them).
 _PATH_ERRNOS = {
-    errno.ENAMETOOLONG: "a path component is at most 255 bytes: shorten the name",
     errno.ELOOP: "the path goes through a symbolic link that points to itself: fix the link",
     errno.EACCES: "give a path you may read (and, for an output, write)",
     errno.EPERM: "give a path you may read (and, for an output, write)",
@@ -172,12 +171,21 @@ def user_errors() -> Iterator[None]:
         report_error(exc.message, where=exc.where, hint=exc.hint, as_json=json_mode())
         raise typer.Exit(1) from None
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            # a path the user gave that no system call can look up, wherever it is first met
+            err = ConfigError(
+                "a path is too long for this system (a name in it over 255 bytes, or the "
+                "whole over 4,096)",
+                where=str(exc.filename)[:300] if exc.filename else None,
+                hint="check the path (a pasted line, or a variable expanded twice?)",
+            )
+            report_error(err.message, where=err.where, hint=err.hint, as_json=json_mode())
+            raise typer.Exit(1) from None
         if exc.errno not in _PATH_ERRNOS or exc.filename is None:
             raise  # not about a path the user named: a bug, with its traceback
-        where = printable(str(exc.filename))
         report_error(
             exc.strerror or str(exc),
-            where=where,
+            where=printable(str(exc.filename)),
             hint=_PATH_ERRNOS[exc.errno],
             as_json=json_mode(),
         )

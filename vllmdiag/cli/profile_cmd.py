@@ -16,11 +16,12 @@ from pathlib import Path
 
 import typer
 from rich.text import Text
-from typer.core import TyperGroup
 
 from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
+from vllmdiag.cli.forms import FormGroup, ResumeDirForm
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
+from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.proc import Interrupted
@@ -33,7 +34,7 @@ _MULTI = ("--legs", "--arms", "--capture", "-c")
 _RECIPE_SUFFIXES = (".yaml", ".yml")
 
 
-class _ProfileGroup(TyperGroup):
+class _ProfileGroup(FormGroup):
     """``profile RECIPE ...`` runs the hidden ``run`` command; named commands as usual;
     a word that is neither a command nor a recipe file is a typo, said so."""
 
@@ -100,7 +101,9 @@ CaptureOpt = typer.Option(
     "script), nsys or py-spy; repeat for several.",
 )
 TopOpt = typer.Option(15, "--top", min=1, help="Kernel and op rows to list (largest change first).")
-RunsRootOpt = typer.Option(Path("runs"), "--runs-root", help="Where new run directories are made.")
+RunsRootOpt = typer.Option(
+    Path("runs"), "--runs-root", parser=path_value, help="Where new run directories are made."
+)
 WarmupOpt = typer.Option(
     None,
     "--warmup",
@@ -128,6 +131,7 @@ def diff_cmd(
     out: Path | None = typer.Option(
         None,
         "--out",
+        parser=path_value,
         help="Where summary.md, diff.json and the picture go (default: RUN/diff for a "
         "profile run, else a new directory under --runs-root).",
     ),
@@ -195,7 +199,10 @@ def capture_cmd(
     warmup: int | None = WarmupOpt,
     steps: int | None = StepsOpt,
     out: Path | None = typer.Option(
-        None, "--out", help="A new run directory (default: one under --runs-root)."
+        None,
+        "--out",
+        parser=path_value,
+        help="A new run directory (default: one under --runs-root).",
     ),
     runs_root: Path = RunsRootOpt,
     top: int = TopOpt,
@@ -248,5 +255,7 @@ def register(app: typer.Typer) -> None:
     """Add ``vllmdiag profile`` to the app (``profile RECIPE`` is its hidden ``run``)."""
     from vllmdiag.cli.profile_run_cmd import run_cmd
 
-    profile_app.command("run", hidden=True, context_settings={"allow_extra_args": False})(run_cmd)
+    profile_app.command(
+        "run", hidden=True, cls=ResumeDirForm, context_settings={"allow_extra_args": False}
+    )(run_cmd)
     app.add_typer(profile_app, name="profile")

@@ -23,7 +23,8 @@ from vllmdiag.cli.profile_cmd import (
     WarmupOpt,
     finish,
 )
-from vllmdiag.config import load_recipe
+from vllmdiag.cli.values import path_value
+from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.recipe import ProfileWindow
 from vllmdiag.plan.bench_check import recipe_warnings
@@ -53,11 +54,15 @@ def run_cmd(
     warmup: int | None = WarmupOpt,
     steps: int | None = StepsOpt,
     out: Path | None = typer.Option(
-        None, "--out", help="A new run directory (default: one under --runs-root)."
+        None,
+        "--out",
+        parser=path_value,
+        help="A new run directory (default: one under --runs-root).",
     ),
     resume: Path | None = typer.Option(
         None,
         "--resume",
+        parser=path_value,
         metavar="DIR",
         help="Finish an interrupted profile run in its directory: finished captures are kept.",
     ),
@@ -98,7 +103,7 @@ def run_cmd(
             out=out,
             resume=resume,
             runs_root=runs_root,
-            grace_s=grace,
+            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
             allow_contaminated=allow_contaminated,
             wait=wait,
         )

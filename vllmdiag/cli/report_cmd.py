@@ -15,6 +15,7 @@ from rich.text import Text
 
 from vllmdiag import atomic, codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, stdout, user_errors
+from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note
 from vllmdiag.printable import printable
@@ -56,7 +57,12 @@ def report(
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", metavar="FILE", help="Write the issue body (Markdown) to FILE."),
+        typer.Option(
+            "--out",
+            parser=path_value,
+            metavar="FILE",
+            help="Write the issue body (Markdown) to FILE.",
+        ),
     ] = None,
     as_json: bool = JsonOption,
 ) -> None:

@@ -16,7 +16,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperGroup
 
 from vllmdiag import codec
 from vllmdiag.cli.executor_opts import (
@@ -28,9 +27,12 @@ from vllmdiag.cli.executor_opts import (
     connected,
     with_repeats,
 )
+from vllmdiag.cli.forms import FormGroup, ResumeFlagForm
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells
+from vllmdiag.cli.values import path_value
+from vllmdiag.config import numbers
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.proc import Interrupted
 from vllmdiag.study import (
@@ -52,7 +54,7 @@ from vllmdiag.study.dry_run import bench_warnings
 from vllmdiag.study.render import coverage_grid, metric_grid
 
 
-class _StudyGroup(TyperGroup):
+class _StudyGroup(FormGroup):
     """``study RECIPE ...`` runs the hidden ``run`` command; ``study tables DIR`` as
     usual; a word that is neither is a typo, said so."""
 
@@ -85,14 +87,22 @@ study_app = typer.Typer(
 )
 
 
-@study_app.command("run", hidden=True)
+@study_app.command("run", hidden=True, cls=ResumeFlagForm)
 def run_cmd(
     recipe: Path = typer.Argument(..., help="The study recipe YAML."),
     out: Path | None = typer.Option(
-        None, "--out", metavar="DIR", help="The study directory (default RUNS_ROOT/<name>)."
+        None,
+        "--out",
+        parser=path_value,
+        metavar="DIR",
+        help="The study directory (default RUNS_ROOT/<name>).",
     ),
     runs_root: Path = typer.Option(
-        Path("runs"), "--runs-root", metavar="DIR", help="Where DIR goes without --out."
+        Path("runs"),
+        "--runs-root",
+        parser=path_value,
+        metavar="DIR",
+        help="Where DIR goes without --out.",
     ),
     batch: str | None = typer.Option(
         None,
@@ -151,7 +161,7 @@ def run_cmd(
             batch=batch,
             resume=resume,
             filters=filters,
-            grace_s=grace,
+            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
             allow_contaminated=allow_contaminated,
             wait=wait,
         )
@@ -252,6 +262,7 @@ def _print_plan(console: Console, p: StudyPlan) -> None:
     for leg in p.legs:
         line = Text(f"leg {leg.name}", style="bold")
         line.append(f"  {' '.join(leg.requirements) or leg.existing or ''}", style="dim")
+        line.append(f"  python {leg.python} ({leg.interpreter})", style="dim")
         console.print(line, soft_wrap=True, highlight=False)
     print_cells(console, p.cells)
     warn_lines(console, p.warnings)

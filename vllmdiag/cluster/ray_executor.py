@@ -27,6 +27,7 @@ from vllmdiag.cluster.wire import LOST, NodeInfo, Poll
 from vllmdiag.errors import ConfigError, ProcessError, RunDirError, VllmdiagError
 from vllmdiag.runner.executor import CellRun, CellTask, NodeLost, Spawned, Tick
 from vllmdiag.runner.hangdump import HANG_DIR
+from vllmdiag.runner.slots import check_gpu_count
 
 INSTALL = "pip install 'vllmdiag[ray]'"
 #: How often a running cell's log is copied from its node (seconds); its end is heard of
@@ -73,8 +74,7 @@ class RayExecutor:
                 hint="a node declares its GPUs when it joins (ray start --num-gpus N); "
                 "drop --gpus, or drop --address to start a local instance",
             )
-        if gpus is not None and gpus < 0:
-            raise ConfigError(f"--gpus {gpus}: a GPU count is 0 or more")
+        check_gpu_count(gpus)
         self.address = address
         self.gpus = gpus
         self.init_options = dict(init_options or {})

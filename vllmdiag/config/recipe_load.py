@@ -6,11 +6,13 @@ the key path, and an unknown key or arm name comes with the closest valid one.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
 from vllmdiag import codec, redact
 from vllmdiag.config.arms_lib import ArmLibrary, load_arm_library
+from vllmdiag.config.source import did_you_mean, probe
 from vllmdiag.config.yamlsrc import Located, load_yaml, validate
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Arm
@@ -20,20 +22,31 @@ from vllmdiag.paths import data_dir
 
 def resolve_recipe_path(path: Path) -> Path:
     """A path as given, else a recipe shipped with vllmdiag by name (``thrmma-cpu``)."""
-    if path.exists() or path.parent != Path("."):
+    if probe(path, what="recipe") is not None or path.parent != Path("."):
         return path
     bundled = data_dir("recipes") / (path.name if path.suffix else f"{path.name}.yaml")
     return bundled if bundled.exists() else path
 
 
+def _recipe_hint(path: Path) -> str:
+    close = did_you_mean(path)
+    if close is None and path.parent == Path("."):
+        shipped = [p.stem for p in data_dir("recipes").glob("*.yaml")]
+        names = difflib.get_close_matches(path.stem, shipped, n=1)
+        close = f"did you mean the shipped recipe {names[0]!r}?" if names else None
+    return close or (
+        "give the path of a recipe YAML (e.g. recipes/thrmma-cpu.yaml) or the name "
+        "of a shipped one (thrmma-cpu, silent4, moe_backend_235b)"
+    )
+
+
 def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
     path = resolve_recipe_path(path)
-    if not path.exists():
+    if probe(path, what="recipe") is None:
         raise ConfigError(
             "no such recipe file",
             where=str(path),
-            hint="give the path of a recipe YAML (e.g. recipes/thrmma-cpu.yaml) or the name "
-            "of a shipped one (thrmma-cpu, silent4, moe_backend_235b)",
+            hint=_recipe_hint(path),
         )
     located = load_yaml(path)
     if not isinstance(located.data, dict):
@@ -51,6 +64,7 @@ def load_recipe(path: Path, library: ArmLibrary | None = None) -> Recipe:
         _control(located, lib, legs, ("controls", i), raw)
         for i, raw in enumerate(_list(located, data, "controls"))
     ]
+    _check_leg_refs(located, data)
     data["source"] = path.resolve()
     recipe: Recipe = validate(Recipe, located, data)
     if "repeats" not in data and recipe.is_metric_matrix:
@@ -71,6 +85,33 @@ def recipe_secrets(recipe: Recipe) -> list[str]:
             found += redact.url_secrets(url or "")
     found += flag_values(codec.dump(recipe))
     return found
+
+
+def _check_leg_refs(located: Located, data: dict[str, Any]) -> None:
+    """Every leg the baseline, an arm or a control names is one of the legs: said at
+    the name's ``file:line:col``, with the closest leg."""
+    legs = data.get("legs")
+    if not isinstance(legs, dict) or not legs:
+        return
+    refs: list[tuple[tuple[str | int, ...], Any, str]] = []
+    baseline = located.data.get("baseline") if isinstance(located.data, dict) else None
+    if isinstance(baseline, dict):
+        refs.append((("baseline", "leg"), baseline.get("leg"), "baseline.leg"))
+    for key in ("arms", "controls"):
+        raw = located.data.get(key) if isinstance(located.data, dict) else None
+        for i, item in enumerate(raw if isinstance(raw, list) else []):
+            if isinstance(item, dict) and "leg" in item:
+                refs.append(((key, i, "leg"), item["leg"], f"{key}[{i}].leg"))
+    for where, name, what in refs:
+        if isinstance(name, str) and name not in legs:
+            close = difflib.get_close_matches(name, [str(k) for k in legs], n=1)
+            raise ConfigError(
+                f"{what} {name!r} is not one of the legs",
+                where=located.where(where),
+                hint=f"did you mean {close[0]!r}?"
+                if close
+                else f"the legs are: {', '.join(map(str, legs))}",
+            )
 
 
 def flag_values(obj: Any) -> list[str]:

@@ -13,9 +13,10 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from vllmdiag.config.source import read_text
 from vllmdiag.errors import ConfigError
@@ -58,9 +59,26 @@ MAX_DEPTH = 64
 
 
 def load_yaml(file: Path, *, what: str = "file") -> Located:
-    text = read_text(file, what=what)
+    root = parse_yaml(read_text(file, what=what), file)
+    located = Located(file, None)
+    located.data = _Walk(located).walk(root, ())
+    return located
+
+
+def load_commented(file: Path, *, what: str = "file") -> Any:
+    """The file's round-trip tree (``CommentedMap``/``CommentedSeq`` with positions),
+    under the same limits as :func:`load_yaml`: a bounded regular file, 64 levels, no
+    alias bombs, every scalar buildable."""
+    root = parse_yaml(read_text(file, what=what), file)
+    _Walk(Located(file, None)).walk(root, ())
+    return root
+
+
+def parse_yaml(text: str, file: Path) -> Any:
+    """YAML text to its round-trip tree; every way it can fail is a :class:`ConfigError`
+    naming ``file`` (and the place, where one is known)."""
     try:
-        prescan(text, file)
+        _prescan(text, file)
         root = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
         raise ConfigError(
@@ -68,26 +86,20 @@ def load_yaml(file: Path, *, what: str = "file") -> Located:
         ) from None
     except YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", where=str(file)) from None
-    except (ValueError, TypeError, OverflowError) as exc:
-        # A scalar the constructor cannot build: 2026-02-30 as a date, !!int abc,
-        # !!float abc, an integer past Python's 4,300-digit limit, a bad !!omap.
-        raise ConfigError(
-            f"not valid YAML: a value cannot be read ({exc})",
-            where=str(file),
-            hint="quote the value to keep it as text, or correct it",
-        ) from None
     except RecursionError:
         raise ConfigError(
             f"not valid here: nested more than {MAX_DEPTH} levels deep",
             where=str(file),
             hint="a recipe nests a few levels; is this the right file?",
         ) from None
-    located = Located(file, None)
-    located.data = _Walk(located).walk(root, ())
-    return located
+    except (ValueError, KeyError, AssertionError, TypeError, OverflowError) as exc:
+        # ruamel's constructors raise these, without a position, for a scalar its tag
+        # cannot hold (2026-02-30, !!int abc, !!bool maybe, 5,000 digits, !!omap twice)
+        raise scalar_error(text, file, exc) from None
+    return root
 
 
-def prescan(text: str, file: Path) -> None:
+def _prescan(text: str, file: Path) -> None:
     """Depth and recursive aliases, from the event stream (the parser is iterative;
     composing 50,000 nested lists would exhaust the stack first)."""
     depth = 0
@@ -112,6 +124,74 @@ def prescan(text: str, file: Path) -> None:
                 where=_mark(file, ev.start_mark),
                 hint="an alias can only repeat a value that is complete where it is used",
             )
+
+
+#: What a YAML tag makes of a scalar, for "cannot read ... as <this>".
+_TAG_KINDS = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "timestamp": "a date (YYYY-MM-DD)",
+    "binary": "base64 bytes",
+    "omap": "an ordered map",
+    "pairs": "a list of pairs",
+    "set": "a set",
+}
+#: CPython refuses to turn longer digit strings into an int (CVE-2020-10735).
+MAX_INT_DIGITS = 4300
+
+
+def scalar_error(text: str, file: Path, exc: BaseException) -> ConfigError:
+    """The value that the constructor could not build, found by building the composed
+    tree's typed nodes one at a time: its ``file:line:col``, key path and what it was
+    meant to be."""
+    yaml = YAML(typ="rt")
+    root = yaml.compose(text)
+    stack: list[tuple[Any, Path_]] = [(root, ())] if root is not None else []
+    while stack:
+        node, path = stack.pop()
+        tag = str(getattr(node.tag, "value", node.tag) or "")
+        kind = _TAG_KINDS.get(tag.rsplit(":", 1)[-1]) if tag.startswith("tag:yaml.org") else None
+        if kind is not None:
+            try:
+                YAML(typ="rt").constructor.construct_object(node, deep=True)
+            except (ValueError, KeyError, AssertionError, TypeError, OverflowError) as bad:
+                return _scalar_problem(file, node, path, kind, bad)
+        if isinstance(node, MappingNode):
+            for k, v in reversed(node.value):
+                stack.append((v, (*path, str(getattr(k, "value", k)))))
+        elif isinstance(node, SequenceNode):
+            stack.extend((v, (*path, i)) for i, v in reversed(list(enumerate(node.value))))
+    return ConfigError(f"not valid YAML: {type(exc).__name__}: {exc}", where=str(file))
+
+
+def _scalar_problem(
+    file: Path, node: Any, path: Path_, kind: str, exc: BaseException
+) -> ConfigError:
+    where = _mark(file, node.start_mark)
+    dotted = dotted_path(path)
+    head = f"{dotted}: " if dotted else ""
+    if isinstance(node, ScalarNode):
+        value = str(node.value)
+        shown = repr(value if len(value) <= 40 else value[:37] + "...")
+        digits = sum(c.isdigit() for c in value)
+        if kind == "an integer" and digits > MAX_INT_DIGITS:
+            why = f"{digits:,} digits, more than the {MAX_INT_DIGITS:,} an integer may have"
+        elif isinstance(exc, KeyError):
+            why = "not a value this tag knows"
+        else:
+            why = str(exc) or type(exc).__name__
+        return ConfigError(
+            f"{head}cannot read {shown} as {kind}: {why}",
+            where=where,
+            hint="write a real value, or quote it to keep it as text"
+            + (" (a date is YYYY-MM-DD with a real month and day)" if "date" in kind else ""),
+        )
+    return ConfigError(
+        f"{head}not valid as {kind}: a key appears twice or an item is not a single pair",
+        where=where,
+        hint="give each key once",
+    )
 
 
 def _mark(file: Path, mark: Any) -> str:
@@ -146,6 +226,17 @@ class _Walk:
                     "environment variable can carry",
                 )
             return node
+        if isinstance(node, TaggedScalar) or (
+            isinstance(node, (CommentedMap, CommentedSeq))
+            and node.tag.value is not None
+            and not str(node.tag.value).startswith("tag:yaml.org")
+        ):
+            tag = getattr(node.tag, "value", None) or "?"
+            raise self.out.error(
+                path,
+                f"the YAML tag {tag} is not understood here",
+                hint="remove the tag; write plain values (text, numbers, lists, maps)",
+            )
         if not isinstance(node, (CommentedMap, CommentedSeq)):
             return node
         if id(node) in self.open:
@@ -165,7 +256,16 @@ class _Walk:
     def _map(self, node: CommentedMap, path: Path_) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for k, v in node.items():
-            sub = (*path, str(k))
+            sub = (*path, "~" if k is None else str(k))
+            if k is None or isinstance(k, (CommentedMap, CommentedSeq, list, tuple, dict)):
+                with contextlib.suppress(KeyError, TypeError):
+                    self.out.keys[sub] = tuple(node.lc.key(k))
+                raise self.out.error(
+                    sub,
+                    "a key is empty (~ or null)" if k is None else "a key is a list or map",
+                    key=True,
+                    hint="write the name as text (quote it: '~' or 'null' if that is the name)",
+                )
             try:
                 self.out.keys[sub] = tuple(node.lc.key(k))
                 self.out.values[sub] = tuple(node.lc.value(k))

@@ -117,6 +117,15 @@ class EnvCache:
             return _existing_prefix(spec.existing)
         return self.root / spec.key()
 
+    def built_python(self, spec: LegSpec) -> Path | None:
+        """The interpreter cells of ``spec`` run with: an existing environment's own (its
+        ``bin/python``, or the file given), or the one a built uv leg's marker records;
+        None if the uv leg is not built. Cheap: nothing is started or verified."""
+        if spec.existing is not None:
+            return _existing_python(spec.existing)
+        data, _ = read_marker(self.path_for(spec) / MARKER, schema=MARKER_SCHEMA, key=spec.key())
+        return Path(data["python"]) if data is not None else None
+
     def lookup(self, spec: LegSpec) -> Env | None:
         """The env for ``spec`` if it is built and healthy; never builds."""
         if spec.existing is not None:

@@ -85,7 +85,9 @@ class Arm(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
+    #: At most 100 characters, like leg and workload names: a cell id
+    #: ``r<repeat>.<arm>.<workload>`` must stay one path component (255 bytes).
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$", max_length=100)
     hypothesis: str = ""
     env: dict[str, str] = Field(default_factory=dict)
     pin: tuple[str, ...] = ()

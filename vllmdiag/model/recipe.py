@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import shlex
+import string
 from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
@@ -21,8 +22,11 @@ from pydantic import (
 )
 
 from vllmdiag.model.arms import Arm, Flag, coerce_env, coerce_flags
+from vllmdiag.model.regexshape import nested_repeat
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+#: What a workload's command may name in braces.
+PLACEHOLDERS = ("model", "out_dir", "flags", "recipe_dir", "python")
 _NAME = re.compile(NAME)
 
 
@@ -34,6 +38,33 @@ def check_name(kind: str, name: str) -> None:
             f"{kind} name {name!r} is not allowed: use letters, digits and _ . + - "
             "(starting with a letter or digit, at most 100 characters)"
         )
+
+
+def not_a_bool(value: object) -> object:
+    """YAML's ``true`` is not a count, nor a number of seconds (pydantic would read 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is not a number here: give a number")
+    return value
+
+
+def check_placeholders(word: str) -> None:
+    """Each ``{name}`` in a command word is one of :data:`PLACEHOLDERS`, whole: no
+    ``{python.attr}``, ``{model[0]}``, ``{flags!r}`` or a lone brace."""
+    try:
+        parts = list(string.Formatter().parse(word))
+    except ValueError as exc:
+        raise ValueError(
+            f"command word {word!r}: {exc}; write {{{{ and }}}} for literal braces"
+        ) from None
+    for _, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if field not in PLACEHOLDERS or spec or conversion:
+            raise ValueError(
+                f"command word {word!r}: unknown placeholder {{{field}}}; placeholders are "
+                + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                + " (whole, without attributes or formats); write {{ and }} for literal braces"
+            )
 
 
 class Strict(BaseModel):
@@ -129,6 +160,12 @@ class MetricSpec(Strict):
                 raise ValueError(f"bad regex: {exc}") from None
             if pattern.groups < 1:
                 raise ValueError("the regex needs one capture group around the number")
+            nested = nested_repeat(self.regex)
+            if nested:
+                raise ValueError(
+                    f"the regex could backtrack without end over a log: {nested}; repeat a "
+                    "simple class instead (e.g. '(a+)+$' -> 'a+$')"
+                )
         return self
 
 
@@ -154,6 +191,9 @@ class WorkloadConfig(Strict):
     gpus: int | None = Field(default=None, ge=0, le=4096)
 
     _env = field_validator("env", mode="before")(classmethod(lambda cls, v: coerce_env(v)))
+    _counts = field_validator(
+        "input_len", "output_len", "num_prompts", "batch_size", "gpus", mode="before"
+    )(classmethod(lambda cls, v: not_a_bool(v)))
 
     @model_validator(mode="after")
     def _what(self) -> WorkloadConfig:
@@ -161,12 +201,18 @@ class WorkloadConfig(Strict):
             raise ValueError("a workload takes exactly one of 'builtin' or 'command'")
         if isinstance(self.command, str):
             try:
-                shlex.split(self.command)
+                words = shlex.split(self.command)
             except ValueError as exc:
                 raise ValueError(
                     f"command cannot be split into words ({exc}): check its quotes, or "
                     "give it as a list"
                 ) from None
+        else:
+            words = list(self.command or ())
+        if self.command is not None and not words:
+            raise ValueError("command is empty: give the program and its arguments")
+        for word in words:
+            check_placeholders(word)
         if self.builtin is not None and not self.model:
             raise ValueError(f"the built-in {self.builtin.value} workload needs 'model'")
         return self
@@ -208,7 +254,7 @@ class Recipe(Strict):
     repeats: int = Field(default=1, ge=1, le=100)
     #: Measure the baseline again before each arm after the first, to catch drift.
     baseline_between_arms: bool = False
-    timeout: float = Field(default=3600.0, gt=0)
+    timeout: float = Field(default=3600.0, gt=0, le=30 * 86400, allow_inf_nan=False)
     metrics: tuple[MetricSpec, ...] = ()
     target: str | None = None
     #: GPUs each cell takes where its workload does not say (see WorkloadConfig.gpus).
@@ -217,9 +263,18 @@ class Recipe(Strict):
     profile: ProfileWindow | None = None
     source: Path | None = None
 
+    _counts = field_validator("repeats", "timeout", "gpus", mode="before")(
+        classmethod(lambda cls, v: not_a_bool(v))
+    )
+
     @field_validator("legs", "workloads")
     @classmethod
     def _names(cls, v: dict[str, object], info: ValidationInfo) -> dict[str, object]:
+        if not v:
+            raise ValueError(
+                f"no {info.field_name}: a recipe needs at least one (a matrix of none "
+                "would run nothing)"
+            )
         for name in v:
             check_name(str(info.field_name).rstrip("s"), name)
         return v

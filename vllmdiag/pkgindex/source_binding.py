@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from vllmdiag.pkgindex.ast_lines import SCOPES, lines_matching, near_lines
 
 _DYNAMIC_CALLS = {"globals", "vars", "exec", "eval"}
+# Some CPython releases (3.11.7 among them; CPython gh-106905) keep the AST converter's
+# recursion depth in state their threads share: two ast.parse calls at once can fail with
+# "AST constructor recursion depth mismatch" (a SystemError, seen here in a window run).
+# Wheels are read in threads, so parses take turns.
+_PARSE = threading.Lock()
 _NON_SUPPRESSING = {"catch_warnings"}
 # Text that a dynamic binding cannot do without (a superset: a match only means "look").
 _DYNAMIC_TEXT = r"\b(?:globals|vars|exec|eval|modules|__getattr__)\b|\bimport[\s\\(]*\*"
@@ -37,6 +43,11 @@ class Reading:
     why: str
 
 
+def _parse(source: str) -> ast.Module:
+    with _PARSE:
+        return ast.parse(source)
+
+
 def module_binds(source: str, attr: str, *, filename: str = "<module>") -> Reading:
     # Only code on lines that name ``attr`` or a dynamic construct can matter: with none,
     # nothing binds it (no parse needed); else the walks below skip every subtree without
@@ -46,7 +57,7 @@ def module_binds(source: str, attr: str, *, filename: str = "<module>") -> Readi
     if not lines:
         return Reading(False, f"nothing in {filename} binds {attr}")
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except (SyntaxError, ValueError) as exc:
         return Reading(None, f"{filename} does not parse here ({exc.__class__.__name__})")
     deleted = _deleted(tree, attr, named)
@@ -76,7 +87,7 @@ def parent_touches(source: str, attr: str, *, filename: str = "<parent>") -> str
     if not lines:
         return None  # neither the name nor sys.modules: nothing to look at
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except (SyntaxError, ValueError):
         return f"{filename} does not parse here"
     for node in near_lines(tree.body, lines, scopes=True):

@@ -16,7 +16,7 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.arms import Flag
 from vllmdiag.model.recipe import Recipe, WorkloadConfig
 from vllmdiag.plan import bench_command as benchmod
-from vllmdiag.plan import workloads as wlmod
+from vllmdiag.plan import command
 
 _DECLARED = ("num_prompts", "input_len", "output_len")
 
@@ -43,10 +43,10 @@ def workload_problems(
 ) -> list[str]:
     where = f"workloads.{name}.command"
     try:
-        argv = wlmod.render(
-            wl, name=name, flags=flags, out_dir=Path("<out>"), recipe_dir=recipe_dir,
-            python=Path("python"),
-        )  # fmt: skip
+        argv = command.render(
+            wl, name=name, flags=flags, env={}, out_dir="<out>", recipe_dir=recipe_dir,
+            leg=command.LegSeen("python"),
+        ).argv  # fmt: skip
     except VllmdiagError:
         return []  # the run reports a bad template at its place
     bench = benchmod.parse(argv)

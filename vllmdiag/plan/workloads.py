@@ -9,23 +9,24 @@ leg's python. Any other command is allowed.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from vllmdiag import probes
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.arms import Flag
-from vllmdiag.model.recipe import Builtin, MetricSpec, WorkloadConfig
+from vllmdiag.model.recipe import PLACEHOLDERS, Builtin, MetricSpec, WorkloadConfig
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.plan.bench_command import CURRENT, PLAIN_LENGTHS, BenchDialect
+from vllmdiag.triage.regexguard import RegexTimeout, time_limit
 
-__all__ = ["CURRENT", "PLAIN_LENGTHS", "BenchDialect"]
-
-PLACEHOLDERS = ("model", "out_dir", "flags", "recipe_dir", "python")
+__all__ = ["CURRENT", "PLACEHOLDERS", "PLAIN_LENGTHS", "BenchDialect"]
 
 THROUGHPUT_JSON = "throughput.json"
 LATENCY_JSON = "latency.json"
@@ -122,7 +123,7 @@ def render(
             continue
         try:
             argv.append(token.format(**values, flags=" ".join(flag_tokens)))
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
             raise ConfigError(
                 f"workloads.{name}.command: bad placeholder in {token!r} ({exc})",
                 hint="placeholders are "
@@ -282,14 +283,11 @@ def extract(
     """Values of ``specs`` and, for those not found, why."""
     found: dict[str, float] = {}
     missing: list[MissingMetric] = []
-    text: str | None = None
     for spec in specs:
         if spec.json_file is not None:
             value, why = _from_json(out_dir / spec.json_file, spec.key or "")
         else:
-            if text is None:
-                text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-            value, why = _from_regex(text, spec.regex or "")
+            value, why = _from_regex(log, spec.regex or "")
         if value is None:
             missing.append(MissingMetric(spec.name, why))
         else:
@@ -303,12 +301,13 @@ def json_number(path: Path, key: str) -> tuple[float | None, str]:
 
 
 def _from_json(path: Path, key: str) -> tuple[float | None, str]:
+    raw, why = _bounded_read(path, MAX_JSON_BYTES)
+    if raw is None:
+        return None, why
     try:
-        data: object = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, f"{path.name} was not written"
-    except (OSError, ValueError) as exc:
-        return None, f"{path.name} is not JSON ({exc})"
+        data: object = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return None, f"{path.name} is not JSON ({str(exc)[:200]})"
     for part in key.split("."):
         if isinstance(data, Mapping) and part in data:
             data = data[part]
@@ -321,12 +320,76 @@ def _from_json(path: Path, key: str) -> tuple[float | None, str]:
     return float(data), ""
 
 
-def _from_regex(text: str, regex: str) -> tuple[float | None, str]:
-    matches = list(re.finditer(regex, text, re.MULTILINE))
-    if not matches:
+def _from_regex(log: Path, regex: str) -> tuple[float | None, str]:
+    """The last match of ``regex`` in the log, read block by block (whole lines; memory
+    stays one block), each block's search under the regex guard's time budget."""
+    pattern = re.compile(regex, re.MULTILINE)
+    last: re.Match[str] | None = None
+    try:
+        for block in _line_blocks(log):
+            with time_limit(REGEX_BUDGET_S):
+                for m in pattern.finditer(block):
+                    last = m
+    except RegexTimeout:
+        return None, f"the regex {regex!r} ran past {REGEX_BUDGET_S:g}s on a block of the log"
+    if last is None:
         return None, f"no line of the log matches {regex!r}"
-    raw = matches[-1].group(1).replace(",", "")
+    raw = last.group(1).replace(",", "")
     try:
         return float(raw), ""
     except ValueError:
         return None, f"{raw!r} matched {regex!r} but is not a number"
+
+
+#: A workload's JSON output is kilobytes; far above that is not its metrics file.
+MAX_JSON_BYTES = 64 << 20
+#: Seconds a metric regex may take over one block of a log.
+REGEX_BUDGET_S = 5.0
+_BLOCK = 4 << 20
+
+
+def _bounded_read(path: Path, limit: int) -> tuple[bytes | None, str]:
+    """A regular file's bytes up to ``limit``, or why not (never a device or a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, f"{path.name} was not written"
+    except OSError as exc:
+        return None, f"{path.name} cannot be read ({exc.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"{path.name} is not a regular file"
+        if st.st_size > limit:
+            return None, f"{path.name} is larger than {limit >> 20} MiB"
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        return None, f"{path.name} cannot be read ({exc.strerror})"
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return None, f"{path.name} is larger than {limit >> 20} MiB"
+    return data, ""
+
+
+def _line_blocks(log: Path) -> Iterator[str]:
+    """The log's text in blocks of whole lines (a line longer than a block is cut)."""
+    try:
+        fd = os.open(log, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO would block, /dev/zero not end
+            return
+        carry = b""
+        while chunk := fh.read(_BLOCK):
+            data = carry + chunk
+            cut = data.rfind(b"\n")
+            if cut == -1:
+                carry = data[-_BLOCK:]
+                continue
+            carry = data[cut + 1 :]
+            yield data[: cut + 1].decode("utf-8", "replace")
+        if carry:
+            yield carry.decode("utf-8", "replace")

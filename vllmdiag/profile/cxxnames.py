@@ -19,6 +19,9 @@ import re
 from functools import lru_cache
 
 ANON = "{anon}"
+#: Distinct kernel names whose parse is kept: both sides of a diff share most names, so
+#: the second side's are found, not parsed again (a few hundred bytes each).
+NAMES_CACHED = 1 << 18
 _OPERATOR = re.compile(
     r"operator\s*(?:\(\)|\[\]|->\*?|<=>|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|"
     r"[-+*/%^&|~!=<>,]=?|\s+(?:new|delete)(?:\[\])?|\"\"\s*\w+|\s+[\w:]+[\s*&]*)"
@@ -27,20 +30,33 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
 _TRAILING = re.compile(r"(?<=\))(?:\s*(?:const|volatile|noexcept|&&|&|\[clone [^\]]*\]))+\s*$")
 _LAMBDA_ARGS = re.compile(r"\{lambda\([^{}]*\)(#\d+)\}")
+_BRACKET = re.compile(r"[()\[\]{}<>]")
+#: An identifier (not starting with a digit) right before '<': the '<' at its end opens
+#: template arguments; after a number or a space it is a comparison.
+_IDENT_BEFORE_LT = re.compile(r"(?<!\w)(?!\d)\w+(?=<)")
 
 
 def _depths(text: str) -> list[int]:
     """Bracket depth before each character (template ``<>`` included, as a demangler
     writes them); characters of an operator's name count as nested, never as brackets
-    or separators."""
+    or separators.
+
+    Linear in the name: only its bracket characters are visited in Python (a C regex
+    finds them), the runs between them are filled at C speed. A kernel name is a few
+    hundred characters and a trace can hold 200,000 distinct ones."""
+    n = len(text)
+    guarded = _guarded(text) if "operator" in text else set()
+    opens_template = {m.end() for m in _IDENT_BEFORE_LT.finditer(text)} if "<" in text else ()
     depth: list[int] = []
     stack: list[str] = []
-    guarded = _guarded(text)
-    for i, ch in enumerate(text):
+    pos = 0
+    for m in _BRACKET.finditer(text):
+        i = m.start()
         if i in guarded:
-            depth.append(len(stack) + 1)
             continue
-        depth.append(len(stack))
+        depth.extend([len(stack)] * (i + 1 - pos))
+        pos = i + 1
+        ch = text[i]
         if ch in _OPENERS:
             stack.append(ch)
         elif ch in _CLOSERS:
@@ -49,10 +65,14 @@ def _depths(text: str) -> list[int]:
                 stack.pop()
             if stack:
                 stack.pop()
-        elif ch == "<" and _after_identifier(text, i):
-            stack.append("<")
-        elif ch == ">" and stack and stack[-1] == "<" and text[i - 1 : i] != "-":
+        elif ch == "<":
+            if i in opens_template:
+                stack.append("<")
+        elif stack and stack[-1] == "<" and text[i - 1 : i] != "-":  # '>', not '->'
             stack.pop()
+    depth.extend([len(stack)] * (n - pos))
+    for i in guarded:  # inside an operator's name: nested, whatever the stack
+        depth[i] += 1
     return depth
 
 
@@ -66,40 +86,40 @@ def _guarded(text: str) -> set[int]:
     return out
 
 
-def _after_identifier(text: str, i: int) -> bool:
-    j = i
-    while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_"):
-        j -= 1
-    return j < i and not text[j].isdigit()
-
-
 def _groups(text: str, depth: list[int], openers: str) -> list[tuple[int, int]]:
     """(start, end) of each top-level bracketed group opened by one of ``openers``
     (an unclosed group runs to the end)."""
     groups = []
-    i, n = 0, len(text)
-    while i < n:
-        if depth[i] == 0 and text[i] in openers and i + 1 < n and depth[i + 1] > 0:
-            j = i + 1
-            while j < n and depth[j] > 0:
-                j += 1
-            groups.append((i, j))
-            i = j
+    n = len(text)
+    end = 0
+    for m in _opener_re(openers).finditer(text):
+        i = m.start()
+        if i < end or depth[i] != 0 or i + 1 >= n or depth[i + 1] == 0:
             continue
-        i += 1
+        try:
+            end = depth.index(0, i + 1)  # where the group's depth returns to the top
+        except ValueError:
+            end = n
+        groups.append((i, end))
     return groups
+
+
+@lru_cache(maxsize=16)
+def _opener_re(openers: str) -> re.Pattern[str]:
+    return re.compile("[" + re.escape(openers) + "]")
 
 
 def _split_top(text: str, sep: str) -> list[str]:
     depth = _depths(text)
-    parts, last, i = [], 0, 0
-    while i < len(text):
-        if depth[i] == 0 and text.startswith(sep, i):
+    parts, last = [], 0
+    i = text.find(sep)
+    while i != -1:
+        if depth[i] == 0:
             parts.append(text[last:i])
-            i += len(sep)
-            last = i
-            continue
-        i += 1
+            last = i + len(sep)
+            i = text.find(sep, last)
+        else:
+            i = text.find(sep, i + 1)
     parts.append(text[last:])
     return parts
 
@@ -143,7 +163,7 @@ def _qualified(raw: str) -> str:
     return chunks[-1] if chunks else ""
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=NAMES_CACHED)
 def function_name(raw: str) -> str:
     """``std::enable_if<(bool)1, void>::type vllm::k<c10::BFloat16, 8>(float*, int)``
     → ``vllm::k``; a name that is no C++ signature comes back stripped."""

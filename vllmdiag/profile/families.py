@@ -12,6 +12,7 @@ import re
 from functools import lru_cache
 
 from vllmdiag.profile import cxxnames
+from vllmdiag.profile.cxxnames import NAMES_CACHED
 
 GEMM = "GEMM"
 ATTENTION = "attention"
@@ -24,11 +25,20 @@ OTHER = "other"
 #: Every family, in the order tables and pictures show them.
 FAMILIES: tuple[str, ...] = (GEMM, ATTENTION, MOE, NORM_ACT, COMM, MEMORY, OTHER)
 
+# Every branch starts with a literal (a word boundary or an anchor is a lookbehind after
+# it, "rope(?<=\brope)" for "\brope"), so the regex engine skips to the places a branch
+# can start: a trace can hold 200,000 distinct kernel names.
 # Checked in this order: the first match wins. MoE and communication go before GEMM
 # (grouped GEMMs of experts are MoE time; NCCL kernels are not GEMMs whatever their
 # name holds), attention before norm/activation (softmax inside flash kernels).
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (MEMORY, re.compile(r"^(memcpy|memset)|\bmemcpy\d*_|gpu_mem(cpy|set)|^\[?mem(cpy|set)\b")),
+    (
+        MEMORY,
+        re.compile(
+            r"(?:memcpy|memset)(?<=^memcpy|^memset)|memcpy(?<=\bmemcpy)\d*_|gpu_mem(?:cpy|set)|"
+            r"\[mem(?:cpy|set)\b(?<=^\[memcpy|^\[memset)"
+        ),
+    ),
     (
         COMM,
         re.compile(
@@ -50,14 +60,14 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"attn|attention|flash|fmha|mha_|mla|paged|reshape_and_cache|kv_?cache|"
             r"batchprefill|batchdecode|prefillwith|decodewith|merge_attn|"
-            r"sdpa|scaled_dot_product|xformers|cutlass_?fmha|rotary|\brope|_rope|"
+            r"sdpa|scaled_dot_product|xformers|cutlass_?fmha|rotary|rope(?<=\brope)|_rope|"
             r"lightning_attn|mamba|selective_scan|ssd_|causal_conv"
         ),
     ),
     (
         GEMM,
         re.compile(
-            r"gemm|gemv|matmul|\bmm_|_mm\b|_mm_|bmm|cublas|cutlass|nvjet|xmma|wgmma|"
+            r"gemm|gemv|matmul|mm_(?<=\bmm_)|_mm\b|_mm_|bmm|cublas|cutlass|nvjet|xmma|wgmma|"
             r"s16816|h16816|i8816|s161616|hmma|tensorop|splitk|dot_?product|"
             r"scaled_mm|deep_?gemm|marlin|machete|triton_mm|linear|fp8_block"
         ),
@@ -78,7 +88,7 @@ _NUM_SUFFIX = re.compile(r"(_\d+)+$")
 _WRAPPERS = frozenset({"Kernel", "Kernel2", "device_kernel", "KernelWrapper"})
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=NAMES_CACHED)
 def normalise(name: str) -> str:
     """The part of a kernel's name that survives a rebuild: the function's qualified
     name (:func:`cxxnames.function_name`, never a return type), tile shapes and
@@ -99,7 +109,7 @@ def normalise(name: str) -> str:
     return text or name
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=NAMES_CACHED)
 def family(name: str, category: str = "kernel") -> str:
     """The family of a GPU activity, from its Kineto category and its raw name."""
     if category in ("gpu_memcpy", "gpu_memset", "memcpy", "memset"):

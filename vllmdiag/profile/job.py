@@ -16,11 +16,12 @@ from vllmdiag import atomic, codec
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, Observer
 from vllmdiag.model.outcome import CellResult
+from vllmdiag.outdir import ensure_dir, writes
 from vllmdiag.printable import printable
 from vllmdiag.profile import diff as diffmod
 from vllmdiag.profile import leg as legmod
 from vllmdiag.profile import pyspy, render
-from vllmdiag.profile.capture import GPU_BACKENDS, Backend, CaptureResult
+from vllmdiag.profile.capture import GPU_BACKENDS, RECORD, Backend, CaptureResult
 from vllmdiag.profile.report import CpuDiff, DiffReport, GpuDiff, gpu_report
 from vllmdiag.profile.results import ProfileOutcome, ProfileRun, load_run, write_run
 
@@ -32,9 +33,11 @@ def fresh_dir(runs_root: Path, prefix: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     path = runs_root / f"{prefix}-{stamp}"
     n = 1
+    ensure_dir(runs_root, flag="--runs-root")
     while True:
         try:
-            path.mkdir(parents=True)
+            with writes(runs_root, "make a run directory", flag="--runs-root"):
+                path.mkdir()
             return path
         except FileExistsError:
             n += 1
@@ -67,8 +70,31 @@ def is_pyspy(path: Path) -> bool:
 
 
 def _pyspy_near(path: Path) -> list[Path]:
-    base = path if path.is_dir() else path.parent
-    return pyspy.find(base) or pyspy.find(base.parent / "pyspy")
+    """The py-spy outputs that belong to a capture: those in its directory (a capture
+    directory, or the one a trace file lies in when that is a capture's: it holds the
+    launcher's meta.json or vllmdiag's capture.json), else only the trace file's own
+    (``NAME.folded``, ``NAME.pyspy.txt``, ``NAME.*.folded`` beside ``NAME.json``): a
+    trace in a downloads folder does not take every unrelated profile there."""
+    if path.is_dir():
+        return pyspy.find(path) or pyspy.find(path.parent / "pyspy")
+    base = path.parent
+    if (base / "meta.json").is_file() or (base / RECORD).is_file():
+        return pyspy.find(base) or pyspy.find(base.parent / "pyspy")
+    stem = _trace_stem(path.name)
+    return sorted(
+        p
+        for p in base.iterdir()
+        if p.is_file()
+        and p.name.endswith((".folded", ".pyspy.txt"))
+        and (p.name.startswith(stem + ".") or _trace_stem(p.name) == stem)
+    )
+
+
+def _trace_stem(name: str) -> str:
+    for suffix in (".json.gz", ".pt.trace.json", ".json", ".sqlite", ".folded", ".pyspy.txt"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def merge_spy(files: Sequence[Path]) -> pyspy.PySpyProfile:
@@ -104,9 +130,11 @@ def diff_gpu(
     d = diffmod.diff(la, lb, top=top)
     sa, sb = spy if spy is not None else (_pyspy_near(a), _pyspy_near(b))
     frames = pyspy.diff(merge_spy(sa), merge_spy(sb), top=top) if sa and sb else ()
-    files = {**render.write(d, out, frames), "json": out / "diff.json"}
-    report = gpu_report(d, frames, files)
-    atomic.write_json(out / "diff.json", codec.dump(report))
+    ensure_dir(out)
+    with writes(out, "write the diff"):
+        files = {**render.write(d, out, frames), "json": out / "diff.json"}
+        report = gpu_report(d, frames, files)
+        atomic.write_json(out / "diff.json", codec.dump(report))
     return report
 
 
@@ -119,9 +147,11 @@ def diff_pyspy(a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path) 
             hint="record with: py-spy record --format raw -o NAME.pyspy.txt",
         )
     frames = pyspy.diff(merge_spy(fa), merge_spy(fb), top=top)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(out / "summary.md", printable(render.pyspy_markdown(name_a, name_b, frames)))
-    atomic.write_json(out / "pyspy.json", codec.dump(frames))
+    ensure_dir(out)
+    with writes(out, "write the diff"):
+        md = printable(render.pyspy_markdown(name_a, name_b, frames))
+        atomic.write_text(out / "summary.md", md)
+        atomic.write_json(out / "pyspy.json", codec.dump(frames))
     files = {"summary": out / "summary.md", "json": out / "pyspy.json"}
     return CpuDiff((name_a, name_b), frames, files)
 
@@ -156,7 +186,7 @@ def diff_inputs(
                 where=str(a),
                 hint="give two captures: vllmdiag profile diff A B",
             )
-        result = diff_run(run, top, out)
+        result = diff_run(run, top, ensure_dir(out) if out is not None else None)
         if result is None:
             raise VllmdiagError("the run has fewer than two sides with a capture to compare",
                                 where=str(a), hint="see its run.jsonl for why")  # fmt: skip
@@ -171,7 +201,7 @@ def diff_inputs(
             )
     for path in (a, b):
         legmod.trace_files(path)  # a missing path: its error comes before any output
-    dest = out or fresh_dir(runs_root, "profile-diff")
+    dest = ensure_dir(out) if out is not None else fresh_dir(runs_root, "profile-diff")
     if is_pyspy(a) and is_pyspy(b):
         return diff_pyspy(a, b, label(a), label(b), top, dest)
     return diff_gpu(a, b, label(a), label(b), top, dest)

@@ -23,6 +23,7 @@ from vllmdiag.errors import VllmdiagError
 CHUNK_CHARS = 1 << 22
 MAX_VALUE_CHARS = 1 << 26  # one event (or header value) longer than this is malformed
 _WS = re.compile(r"[\s,]*")
+_SPACE = re.compile(r"\s*")
 _STRUCT = re.compile(r'["\\\[\]{}]')
 HINT = "pass a torch profiler (Kineto) trace: .json or .json.gz"
 DAMAGED = "the file is truncated or damaged: re-capture it, or copy it again"
@@ -99,6 +100,21 @@ class Scanner:
             )
         self.pos += 1
 
+    def expect_end(self) -> None:
+        """Nothing but whitespace after the document: a second document or garbage
+        after it means the file is not one trace."""
+        while True:
+            self.pos = _SPACE.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                raise TraceFormatError(
+                    "more after the trace's closing brace (two documents concatenated, or "
+                    "trailing garbage)",
+                    where=self.at(self.pos),
+                    hint="a trace file holds one JSON document: split it, or re-capture",
+                )
+            if not self._fill():
+                return
+
     def value(self) -> tuple[bool, Any]:
         """(True, the next value), or (False, None) for one nested too deeply to decode
         (stepped over)."""
@@ -110,6 +126,13 @@ class Scanner:
                 self.skip_value()
                 return False, None
             except (StopIteration, ValueError) as exc:
+                if isinstance(exc, ValueError) and not isinstance(exc, json.JSONDecodeError):
+                    # not a short buffer: a number of 5,000 digits, say
+                    raise TraceFormatError(
+                        f"a value JSON cannot hold here ({str(exc)[:120]})",
+                        where=self.at(self.pos),
+                        hint="this is not a trace a profiler wrote: check where it came from",
+                    ) from None
                 # refill: the value may continue in the next chunk; but a value longer
                 # than any event is malformed JSON, not a short buffer
                 if len(self.buf) - self.pos < MAX_VALUE_CHARS and self._fill():
@@ -171,6 +194,8 @@ def iter_events(
         while True:
             ch = sc.peek()
             if ch == "}":
+                sc.pos += 1
+                sc.expect_end()
                 break
             if ch != '"':
                 sc.expect('"')

@@ -96,7 +96,7 @@ def read(path: Path) -> TraceSummary:
                     continue
                 agg = cpu_ops.get(name)
                 if agg is None:
-                    agg = cpu_ops[name] = [0.0, 0.0, float(intern(name))]
+                    agg = cpu_ops[name] = [0.0, 0.0, float(intern(text(name)))]
             agg[0] += 1
             agg[1] += dur
             if args:
@@ -124,8 +124,20 @@ def _refused(tl: Timeline, cat: str, ev: dict[str, Any]) -> bool:
     return why is not None
 
 
+def text(name: str) -> str:
+    """``name`` as text every writer can encode: a lone surrogate (``"\\udc80"`` in the
+    JSON) becomes its escape, so a summary, a picture and a terminal can all show it."""
+    if name.isascii():
+        return name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return name
+
+
 def _fold(tl: Timeline, cat: str, ev: dict[str, Any]) -> None:
-    name, ts, dur = ev["name"], float(ev["ts"]), float(ev["dur"])
+    name, ts, dur = text(ev["name"]), float(ev["ts"]), float(ev["dur"])
     args: dict[str, Any] = ev.get("args") or {}
     ext = _integer(args, "External id", 0)
     corr = _integer(args, "correlation", -1)

@@ -23,8 +23,7 @@ from vllmdiag.journal import JournalSink, RunDir
 from vllmdiag.measuring import measuring
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
-from vllmdiag.plan import CellPlan
-from vllmdiag.plan import workloads as wlmod
+from vllmdiag.plan import CellPlan, command
 from vllmdiag.profile.capture import Backend, CaptureResult, CaptureSettings, fallback
 from vllmdiag.profile.events import OWN_EVENTS, CaptureFallback, ProfileEvent, ProfileStarted
 from vllmdiag.profile.executor import CaptureExecutor, CellCapture, read_record
@@ -63,9 +62,8 @@ def profile_recipe(
     """Capture the request's two sides and diff them (see the module's docstring)."""
     sides = plan_sides(req.recipe, req.legs, req.arms, req.leg, req.workload)
     for side in sides:  # a bad placeholder is a ConfigError before anything runs
-        wlmod.render(req.recipe.workloads[side.cell.workload], name=side.cell.workload,
-                     flags=side.flags, out_dir=Path("OUT"), recipe_dir=req.recipe.recipe_dir,
-                     python=Path("python"))  # fmt: skip
+        command.check(req.recipe.workloads[side.cell.workload], name=side.cell.workload,
+                      flags=side.flags, recipe_dir=req.recipe.recipe_dir)  # fmt: skip
     if not req.backends:
         raise ConfigError("no capture backend", hint="e.g. -c torch")
     job = _Profile(req, sides, observer)

@@ -72,6 +72,7 @@ class Timeline:
         self.source = source
         self._names: dict[tuple[str, str], int] = {}
         self._name_list: list[tuple[str, str]] = []
+        self._name_family: list[str] = []  # each distinct name's family, found once
         self._devices: dict[int, Activities] = {}
         self._graph_flag: set[tuple[int, int]] = set()  # (device, index) known from args
         self.runtime: dict[str, list[float]] = {}
@@ -117,6 +118,7 @@ class Timeline:
         if idx is None:
             idx = self._names[k] = len(self._name_list)
             self._name_list.append(k)
+            self._name_family.append(families.family(name, category))
         d = self._devices.get(device)
         if d is None:
             d = self._devices[device] = Activities()
@@ -126,7 +128,7 @@ class Timeline:
         ts = self._rel(ts)
         d.start.append(ts)
         d.end.append(ts + dur)
-        d.fam.append(_FAMILY_INDEX[families.family(name, category)])
+        d.fam.append(_FAMILY_INDEX[self._name_family[idx]])
         d.name.append(idx)
         d.corr.append(correlation)
         link = ext if ext > 0 else 0
@@ -246,7 +248,7 @@ class Timeline:
             label = name if cat == "kernel" else f"{name} [{cat}]"
             op_rows = tuple(sorted(per_name.get(n, []), key=lambda r: (-r[2], r[0])))
             kernels[label] = KernelStat(
-                name, families.family(name, cat), cat, counts[n], totals[n], graphs[n], op_rows
+                name, self._name_family[n], cat, counts[n], totals[n], graphs[n], op_rows
             )
         devs = list(self._devices.values())
         steps, step_families = spans.steps(devs, self._gpu_steps, self._cpu_steps)

@@ -15,8 +15,8 @@ from vllmdiag.window import WindowResult
 #: The tool's two words, said once for a reader who does not know it.
 WORDS = (
     "(Here a *cell* is one run of one workload under one configuration, and an *arm* is "
-    "one single-variable change from the baseline configuration: a flag, an environment "
-    "variable or a pinned package.)"
+    "a change from the baseline configuration: one flag, environment variable or pinned "
+    "package, or several together where the arm says it is compound.)"
 )
 #: A title longer than this loses the end of its signature.
 TITLE_MAX = 140

@@ -122,6 +122,7 @@ def run_cells(
             "cells run only inside measuring() (the node lock and stop signals)",
             hint="wrap the job in 'with vllmdiag.measuring.measuring():'",
         )
+    RunReaders().check()
     return _Run(recipe, options, observer).execute(list(cells))
 
 

@@ -12,7 +12,6 @@ machine's node, and is stopped through :func:`vllmdiag.proc.cancel_scope`.
 from __future__ import annotations
 
 import contextlib
-import shlex
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from vllmdiag.events import Observer, ignore
 from vllmdiag.fingerprint.startup import TIMEOUT_LINE
 from vllmdiag.hygiene import DoctorReport, doctor
 from vllmdiag.journal import RunDir, host
+from vllmdiag.plan.command import command_words
 from vllmdiag.plan.workloads import BenchDialect
 from vllmdiag.runner import hangdump
 from vllmdiag.runner.slots import local_gpu_ids
@@ -181,11 +181,11 @@ def dump_before_kill(task: CellTask) -> proc.OnTimeout:
 
 def log_header(task: CellTask) -> str:
     """The first lines of a cell's log: when it started (local time, the clock vLLM's own
-    log stamps use, so start-up phases line up) and the command."""
+    log stamps use, so start-up phases line up) and the command, quoted as the dry-run
+    prints it (secrets ``***``, a control character escaped: one line)."""
     started = datetime.now().isoformat(timespec="milliseconds")
-    return (
-        f"# vllmdiag: cell started {started} local time\n$ {shlex.join(redact.argv(task.argv))}\n"
-    )
+    command = command_words(redact.argv(task.argv))
+    return f"# vllmdiag: cell started {started} local time\n$ {command}\n"
 
 
 class LocalNode:
@@ -209,7 +209,9 @@ class LocalNode:
         return bench_dialect(env.python, pythonpath)
 
     def out_dir(self, run: RunDir, run_id: str, cell_id: str) -> Path:
-        return run.out_dir(cell_id)
+        # absolute: the cell runs in this directory, so a relative --out given as
+        # {out_dir} would name a path below itself
+        return run.out_dir(cell_id).absolute()
 
     def base_environ(self) -> dict[str, str]:
         return proc.clean_environ()
@@ -228,6 +230,8 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, gpus: int | None = None) -> None:
+        if gpus is not None:
+            local_gpu_ids(gpus)  # a wrong count is refused before any run directory is made
         self.gpus = gpus
 
     def run(

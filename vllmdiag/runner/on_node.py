@@ -4,7 +4,7 @@ that never ran (an error before the start, a stop)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllmdiag import proc, stray
@@ -12,8 +12,8 @@ from vllmdiag.envs.cache import Env
 from vllmdiag.journal import RunDir
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
-from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.plan import cells as planmod
+from vllmdiag.plan import command as cmdmod
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.runner.legs import NodeLegs
 from vllmdiag.runner.slots import Placement
@@ -34,6 +34,8 @@ class CellOnNode:
     key: str
     out_dir: Path
     dialect: wlmod.BenchDialect = wlmod.CURRENT
+    #: The recipe's environment overlay, as the command renderer gave it.
+    overlay: dict[str, str] = field(default_factory=dict)
 
 
 def on_node(
@@ -46,20 +48,21 @@ def on_node(
     wl = recipe.workloads[cell.workload]
     dialect = (
         node.node.dialect(env, cell.env.get("PYTHONPATH", ""))
-        if wl.builtin is not None or benchmod.bench_kind(wlmod.template(wl)) is not None
+        if cmdmod.needs_dialect(wl)
         else wlmod.CURRENT
     )
-    argv = wlmod.render(
+    command = cmdmod.render(
         wl,
         name=cell.workload,
         flags=cell.flags,
+        env=cell.env,
         out_dir=out_dir,
         recipe_dir=recipe.recipe_dir,
-        python=env.python,
-        dialect=dialect,
+        leg=cmdmod.LegSeen(str(env.python), dialect=dialect),
     )
+    argv = list(command.argv)
     key = planmod.reuse_key(cell, env.lock_hash, argv, cell.workload)
-    return CellOnNode(cell, node, env, argv, key, out_dir, dialect)
+    return CellOnNode(cell, node, env, argv, key, out_dir, dialect, command.env)
 
 
 def child_environ(c: CellOnNode, placement: Placement, run_id: str) -> dict[str, str]:
@@ -68,7 +71,7 @@ def child_environ(c: CellOnNode, placement: Placement, run_id: str) -> dict[str,
     env = c.env.child_environ(c.node.node.base_environ())
     for name in [k for k in env if k.startswith(INHERITED_NOT)]:
         del env[name]  # vllmdiag's own settings (cache, lock) are not the cell's
-    env.update(c.plan.env)
+    env.update(c.overlay)
     if placement.visible is not None:
         env["CUDA_VISIBLE_DEVICES"] = placement.visible
     env[proc.TAG_VAR] = f"{run_id}:{c.plan.id}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vllmdiag.envs.cache import Env
-from vllmdiag.errors import EnvError, PinNotHeld, ProcessError
+from vllmdiag.errors import ConfigError, EnvError, PinNotHeld, ProcessError
 from vllmdiag.fingerprint import fingerprint_file
 from vllmdiag.fingerprint.startup import dominant
 from vllmdiag.hygiene import CONTAMINATED, WARNING, DoctorReport, doctor, known_env_vars
@@ -21,6 +21,8 @@ from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import BASELINE
 from vllmdiag.plan import cells as planmod
 from vllmdiag.triage import triage_file
+from vllmdiag.triage.catalogue import ENV_VAR as CATALOGUE_VAR
+from vllmdiag.triage.catalogue import Catalogue
 
 #: Flag rejections and env warnings sit near the start of a log; a crash near its end.
 _HEAD = 256 * 1024
@@ -59,6 +61,19 @@ class HygieneSummary:
 class RunReaders:
     """A reader that breaks on an odd log must not cost the cell its result: the failure
     is recorded in the result and the run goes on."""
+
+    def check(self) -> None:
+        """The catalogue every failing cell's triage would use loads, or the run stops
+        before any cell: a broken ``$VLLMDIAG_CATALOGUE`` is the user's to fix, never a
+        ``reader_error`` in each failing cell."""
+        try:
+            Catalogue.load()
+        except ConfigError as exc:
+            raise ConfigError(
+                f"${CATALOGUE_VAR} names a catalogue that does not load: {exc.message}",
+                where=exc.where,
+                hint=f"fix it, or unset {CATALOGUE_VAR} (failing cells are triaged with it)",
+            ) from None
 
     def root_cause(self, log: Path, tool_dirs: Sequence[str] = ()) -> CauseSummary:
         """The cell's root cause; ``tool_dirs``: directories vllmdiag wrote (the run

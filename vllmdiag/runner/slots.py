@@ -198,16 +198,29 @@ class SlotScheduler:
         return set(self._order)
 
 
+#: A node has at most a few dozen GPUs; this bounds the fake slots ``--gpus N`` makes.
+MAX_GPUS = 4096
+
+
+def check_gpu_count(count: int | None) -> None:
+    """``--gpus N`` is a count from 0 to :data:`MAX_GPUS`."""
+    if count is not None and not 0 <= count <= MAX_GPUS:
+        raise ConfigError(
+            f"--gpus {count}: a GPU count is from 0 to {MAX_GPUS:,}",
+            hint="give the number of GPUs (slots) to use, or leave --gpus out to use those "
+            "this machine shows",
+        )
+
+
 def local_gpu_ids(override: int | None = None) -> tuple[str, ...] | None:
     """This machine's GPU ids: ``CUDA_VISIBLE_DEVICES`` where it is set, else one per
     ``nvidia-smi -L`` line; None where none is found. ``override`` (``--gpus N``) takes
     the first N of them, or, on a machine without GPUs, N fake slots ``0..N-1`` (their
     cells get real ``CUDA_VISIBLE_DEVICES`` values, as on a GPU node)."""
+    check_gpu_count(override)
     found = _detected()
     if override is None:
         return found or None
-    if override < 0:
-        raise ConfigError(f"--gpus {override}: a GPU count is 0 or more")
     if found and override > len(found):
         raise ConfigError(
             f"--gpus {override}, but this node has {len(found)} GPU(s) ({', '.join(found)})",

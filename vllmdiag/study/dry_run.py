@@ -10,7 +10,8 @@ from pathlib import Path
 from vllmdiag.envs.cache import EnvCache
 from vllmdiag.errors import ConfigError
 from vllmdiag.plan import PlannedCell, PlannedLeg, bench_check, legs_needed
-from vllmdiag.plan import workloads as wlmod
+from vllmdiag.plan import command as cmdmod
+from vllmdiag.plan.legs_seen import see
 from vllmdiag.study import plan as splan
 from vllmdiag.study.recipe import TP_FLAG, StudyRecipe
 
@@ -30,31 +31,31 @@ def study_plan(
     filters: splan.Filters | None = None,
     cache: EnvCache | None = None,
 ) -> StudyPlan:
+    """Every cell of the batch with its exact command, nothing built or run (a leg that
+    exists is asked for its interpreter, version and vLLM spelling: one probe)."""
     cache = cache or EnvCache()
     cells = splan.expand(study, filters or splan.Filters())
+    seen: dict[tuple[str, str], cmdmod.LegSeen] = {}
     planned = []
     for cell in cells:
-        env_path = cache.path_for(cell.plan.leg)
-        existing = cell.plan.leg.existing
-        python = (
-            existing
-            if existing is not None and not existing.is_dir()
-            else env_path / "bin" / "python"
-        )
-        argv = render_cell(study, cell, Path("<run>") / "cells" / cell.plan.id / "out", python)
+        spec, pythonpath = cell.plan.leg, cell.plan.env.get("PYTHONPATH", "")
+        if (spec.key(), pythonpath) not in seen:
+            seen[spec.key(), pythonpath] = see(spec, cache, pythonpath)
+        out_dir = Path("<run>") / "cells" / cell.plan.id / "out"
+        command = render_cell(study, cell, out_dir, seen[spec.key(), pythonpath])
         planned.append(
-            PlannedCell(
-                cell.plan.id,
-                cell.slot.leg,
-                cell.slot.workload,
-                cell.plan.repeat,
-                cell.plan.leg.name,
-                str(env_path),
-                dict(cell.plan.env),
-                tuple(argv),
+            PlannedCell.of(
+                cell.plan,
+                cache.path_for(spec),
+                command,
+                arm=cell.slot.leg,
+                workload=cell.slot.workload,
             )
         )
-    legs = tuple(PlannedLeg.of(leg) for leg in legs_needed(splan.plans(cells)))
+    legs = tuple(
+        PlannedLeg.of(leg, seen.get((leg.key(), "")) or see(leg, cache))
+        for leg in legs_needed(splan.plans(cells))
+    )
     return StudyPlan(
         study.name, study.question, legs, tuple(planned), bench_warnings(study, filters)
     )
@@ -73,18 +74,19 @@ def bench_warnings(study: StudyRecipe, filters: splan.Filters | None = None) -> 
 
 
 def render_cell(
-    study: StudyRecipe, cell: splan.StudyCell, out_dir: Path, python: Path
-) -> list[str]:
-    """One cell's argv; a template that cannot take the cell's flags is the study's
+    study: StudyRecipe, cell: splan.StudyCell, out_dir: Path | str, leg: cmdmod.LegSeen
+) -> cmdmod.CellCommand:
+    """One cell's command; a template that cannot take the cell's flags is the study's
     error, named by its workload and model."""
     try:
-        return wlmod.render(
+        return cmdmod.render(
             splan.workload_config(study, cell.slot.model, cell.slot.workload),
             name=cell.slot.workload,
             flags=cell.plan.flags,
+            env=cell.plan.env,
             out_dir=out_dir,
             recipe_dir=study.recipe_dir,
-            python=python,
+            leg=leg,
         )
     except ConfigError as exc:
         why = f"; every cell passes {TP_FLAG} in {{flags}}" if "{flags}" in exc.message else ""
@@ -98,4 +100,4 @@ def render_cell(
 def check_commands(study: StudyRecipe, cells: Sequence[splan.StudyCell]) -> None:
     """Every cell's command renders (before any leg is built or cell run)."""
     for cell in cells:
-        render_cell(study, cell, Path("{out_dir}"), Path("{python}"))
+        render_cell(study, cell, "{out_dir}", cmdmod.LegSeen("{python}"))

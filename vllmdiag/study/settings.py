@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
 from vllmdiag import redact
 from vllmdiag.model.stack import EnvRecord
+from vllmdiag.plan import command as cmdmod
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.study import plan as splan
 from vllmdiag.study.model import Expected
@@ -36,15 +36,15 @@ def expected(study: StudyRecipe, locks: Mapping[str, str]) -> dict[splan.Slot, E
             dict.fromkeys(
                 tuple(
                     redact.text(t)
-                    for t in wlmod.render(
+                    for t in cmdmod.render(
                         wl,
                         name=slot.workload,
                         flags=flags,
-                        out_dir=Path(OUT_DIR),
-                        recipe_dir=Path(RECIPE_DIR),
-                        python=Path(PYTHON),
-                        dialect=dialect,
-                    )
+                        env={},
+                        out_dir=OUT_DIR,
+                        recipe_dir=RECIPE_DIR,
+                        leg=cmdmod.LegSeen(PYTHON, dialect=dialect),
+                    ).argv
                 )
                 for dialect in (wlmod.CURRENT, wlmod.PLAIN_LENGTHS)
             )

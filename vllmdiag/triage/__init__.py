@@ -3,6 +3,7 @@ give it a signature, look it up in the catalogue, and group many logs by cause."
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,8 +79,13 @@ def triage_file(
         deaths=tuple(watch.deaths.finish()),
         tool_dirs=tuple(tool_dirs),
         wrapper=watch.wrapper,
+        completed_at=watch.completed,
     )
-    return choose(tracebacks, cat, ev, str(path))
+    triage = choose(tracebacks, cat, ev, str(path))
+    if info.notes:  # how the log was read: a UTF-16 capture, a truncated gzip, ...
+        note = "; ".join((*info.notes, *((triage.note,) if triage.note else ())))
+        triage = dataclasses.replace(triage, note=note)
+    return triage
 
 
 def triage_many(paths: Sequence[Path], catalogue: Catalogue | None = None) -> list[LogTriage]:

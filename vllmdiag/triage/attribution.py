@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from vllmdiag.atomic import read_json
+from vllmdiag import atomic
+from vllmdiag.config.source import did_you_mean, kind_of, probe
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.model import Attribution, Group, LogTriage, Unattributed
@@ -22,34 +24,47 @@ def labelled_logs(paths: Sequence[Path]) -> list[tuple[Path, str]]:
     the log files under it, labelled by their path inside it."""
     out: list[tuple[Path, str]] = []
     for p in paths:
-        if p.is_dir():
-            if (p / "cells").is_dir():
-                found = [(f, f.parent.name) for f in sorted(p.glob("cells/*/log.txt"))]
-            else:
-                found = [
-                    (f, str(f.relative_to(p)))
-                    for f in sorted(p.rglob("*"))
-                    if f.is_file()
-                    and f.name.endswith(LOG_SUFFIXES)
-                    and ".previous." not in f.name
-                    and f.name not in SKIP_NAMES
-                ]
-            if not found:
-                raise VllmdiagError(
-                    f"no log files under {p}",
-                    where=str(p),
-                    hint=f"a run directory holds files ending in {', '.join(LOG_SUFFIXES)}",
-                )
-            out += found
-        elif p.is_file():
-            out.append((p, str(p)))
-        else:
+        st = probe(p, what="log")
+        if st is None:
             raise VllmdiagError(
                 "no such file or directory",
                 where=str(p),
-                hint="give a log file, several, or a run directory",
+                hint=did_you_mean(p, suffixes=LOG_SUFFIXES)
+                or "give a log file, several, or a run directory",
+            )
+        if stat.S_ISDIR(st.st_mode):
+            out += _logs_under(p)
+        elif stat.S_ISREG(st.st_mode):
+            out.append((p, str(p)))
+        else:  # /dev/zero would be read forever, a FIFO would block
+            raise VllmdiagError(
+                f"this is {kind_of(st.st_mode)}, not a log file",
+                where=str(p),
+                hint="save the output to a file first (COMMAND > run.log 2>&1) and give "
+                "that, several, or a run directory",
             )
     return out
+
+
+def _logs_under(p: Path) -> list[tuple[Path, str]]:
+    if (p / "cells").is_dir():
+        found = [(f, f.parent.name) for f in sorted(p.glob("cells/*/log.txt"))]
+    else:
+        found = [
+            (f, str(f.relative_to(p)))
+            for f in sorted(p.rglob("*"))
+            if f.is_file()
+            and f.name.endswith(LOG_SUFFIXES)
+            and ".previous." not in f.name
+            and f.name not in SKIP_NAMES
+        ]
+    if not found:
+        raise VllmdiagError(
+            f"no log files under {p}",
+            where=str(p),
+            hint=f"a run directory holds files ending in {', '.join(LOG_SUFFIXES)}",
+        )
+    return found
 
 
 def recorded_outcome(log: Path) -> str | None:
@@ -59,7 +74,7 @@ def recorded_outcome(log: Path) -> str | None:
     if log.name != "log.txt":
         return None
     try:
-        data = read_json(log.parent / "result.json")  # bounded: never /dev/zero or a FIFO
+        data = atomic.read_json(log.parent / "result.json", follow=False)
     except (OSError, ValueError):
         return None
     outcome = data.get("outcome") if isinstance(data, dict) else None

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from vllmdiag.triage.callers import FRAMEWORKS, framework_in
 from vllmdiag.triage.origin import Place, classify
 
 Origin = Literal["vllm", "dependency", "caller", "config", "environment", "tool", "unknown"]
@@ -65,7 +66,13 @@ _ARGUMENTS = re.compile(
 )
 #: Libraries that only carry another's check (a validator) or relay a call (an actor
 #: framework): never the one who passed a value.
-_CARRIERS = frozenset({"pydantic", "pydantic_core", "ray", "typing_extensions"})
+_CARRIERS = frozenset({"pydantic", "pydantic_core", "ray", "xoscar", "typing_extensions"})
+#: Actor frameworks that re-raise another process's error: frames that end in one are
+#: the receiver's, and who passed the values is in the other process.
+_RELAYS = frozenset({"ray", "xoscar"})
+#: Frames that only look an attribute up for the code above them (torch's
+#: ``Module.__getattr__`` raises the ``AttributeError`` of whoever asked for it).
+_LOOKUPS = re.compile(r"torch/nn/modules/module\.py$")
 
 
 @dataclass(frozen=True)
@@ -106,11 +113,21 @@ def decide(
     rule_why: str | None = None,
     where: tuple[str, str | None] | None = None,
     tool_dirs: Sequence[str] = (),
+    wrapper: str | None = None,
 ) -> Blame:
     """Whose fault the failure is. ``files``: the frames' files, outermost first;
     ``rule``/``rule_why``: the catalogue entry's ``blame`` and ``why``; ``where``: the
     place a death line's reader gave (who printed it, or its stack's innermost frame)."""
     frames = _frames(files, tool_dirs)
+    if typ.rsplit(".", 1)[-1] == "AttributeError" and frames and _lookup(frames[-1]):
+        while frames and _lookup(frames[-1]):
+            frames.pop()  # the lookup raised it; the frame that asked is the one at fault
+        if not frames:
+            return Blame(
+                "unknown",
+                None,
+                "torch's attribute lookup raised it for the code that asked, which is not in view",
+            )
     if not frames and where is not None and where[0] in ("vllm", "dependency", "user", "tool"):
         frames = [_Frame(where[0], where[1], "")]  # type: ignore[arg-type]
     raiser = frames[-1] if frames else None
@@ -120,7 +137,7 @@ def decide(
         at = f" ({_short(raiser.file)})" if raiser.file else ""
         return Blame("tool", "vllmdiag", f"raised in vllmdiag's own code{at}")
     if rule and rule != "frames":
-        return _by_rule(rule, rule_why, frames)
+        return _by_rule(rule, rule_why, frames, wrapper)
     if isinstance(passer, _Frame) and passer.place == "tool":
         return Blame(
             "tool",
@@ -152,6 +169,8 @@ def _passer(frames: list[_Frame]) -> _Frame | str | None:
     """Who passed the arguments: the innermost frame that is no carrier; where that is
     vLLM's, the code outside vLLM that called into it, or ``"vllm-entry"`` when vLLM's
     own entry point (its command line) took the values."""
+    if frames and frames[-1].package in _RELAYS:
+        return None  # re-raised from another process: the passer is not in view
     inner = [f for f in frames if f.package not in _CARRIERS]
     if not inner:
         return None
@@ -198,11 +217,11 @@ def _by_passer(typ: str, passer: _Frame | str | None) -> Blame:
     return Blame("vllm", "vllm", f"vLLM's code passed the values the {kind} is about")
 
 
-def _by_rule(rule: str, why: str | None, frames: list[_Frame]) -> Blame:
+def _by_rule(rule: str, why: str | None, frames: list[_Frame], wrapper: str | None) -> Blame:
     kind, _, package = rule.partition(":")
     if kind == "caller" and not package:
         outside = [f for f in frames if f.place == "dependency" and f.package not in _CARRIERS]
-        package = outside[0].package or "" if outside else ""
+        package = outside[0].package or "" if outside else (wrapper or "")
     text = why or {
         "vllm": "a defect in vLLM's code",
         "config": "vLLM refused the user's settings",
@@ -218,10 +237,31 @@ def _by_rule(rule: str, why: str | None, frames: list[_Frame]) -> Blame:
 def _by_place(raiser: _Frame, why: str | None) -> Blame:
     if raiser.place == "vllm":
         return Blame("vllm", "vllm", why or "raised in vLLM's own code")
+    framework = _framework(raiser)
+    if framework is not None:
+        return Blame(
+            "caller",
+            framework,
+            why or f"raised in {framework}'s code, which drives vLLM (vLLM does not use it)",
+        )
     if raiser.place == "dependency":
         return Blame("dependency", raiser.package, why or f"raised in {raiser.package}'s code")
     at = f" ({_short(raiser.file)})" if raiser.file else ""
     return Blame("caller", None, why or f"raised in the workload's own script{at}, not in vLLM")
+
+
+def _lookup(frame: _Frame) -> bool:
+    return _LOOKUPS.search(frame.file.replace("\\", "/")) is not None
+
+
+def _framework(frame: _Frame) -> str | None:
+    """The framework driving vLLM that a frame belongs to: an installed package of one,
+    or a file inside its checkout."""
+    if frame.place == "dependency" and frame.package in FRAMEWORKS:
+        return frame.package
+    if frame.place == "user" and frame.file:
+        return framework_in(frame.file)
+    return None
 
 
 def _kind_of(typ: str) -> str:

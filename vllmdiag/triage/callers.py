@@ -25,3 +25,42 @@ def wrapper_in(text: str) -> str | None:
         if pattern.search(text):
             return name
     return None
+
+
+#: Projects that drive vLLM (serving stacks, trainers, proxies, evaluators): their code
+#: calls vLLM, vLLM does not use it. An exception raised in one of them is that caller's
+#: to fix, not a dependency's. Keyed by the name their package or checkout folder has.
+FRAMEWORKS: frozenset[str] = frozenset(
+    {
+        "litellm",
+        "sglang",
+        "openrlhf",
+        "trl",
+        "verl",
+        "llamafactory",
+        "xinference",
+        "gpustack",
+        "ragflow",
+        "lighteval",
+        "lm_eval",
+        "swift",
+        "easyr1",
+        "lmms_eval",
+        "langchain",
+        "langchain_community",
+        "llama_index",
+        "dynamo",
+        "kserve",
+        "ramalama",
+    }
+)
+
+
+def framework_in(path: str) -> str | None:
+    """The framework whose checkout a frame's path lies in (``.../sglang/python/sglang/
+    srt/x.py``: sglang), or None."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p][:-1]
+    for part in reversed(parts):
+        if part in FRAMEWORKS:
+            return part
+    return None

@@ -16,12 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from vllmdiag.config.source import read_text
-from vllmdiag.config.yamlsrc import prescan
+from vllmdiag.config.yamlsrc import load_commented
 from vllmdiag.errors import ConfigError
 from vllmdiag.triage.blame import RULE
 from vllmdiag.triage.regexguard import RegexTimeout, nested_repeat, time_limit
@@ -163,24 +160,9 @@ def _load_cached(path: Path, _mtime: int, _size: int) -> tuple[Entry, ...]:
 
 
 def _parse(path: Path) -> list[Entry]:
-    # Bounded like every YAML file a user names: a FIFO, a device or a huge file is
-    # refused before a byte is parsed, and nesting is checked on the event stream.
-    text = read_text(path, what="catalogue")
-    try:
-        prescan(text, path)
-        root = YAML(typ="rt").load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ConfigError(f"not valid YAML: {exc.problem}", where=where) from None
-    except YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", where=str(path)) from None
-    except RecursionError:
-        raise ConfigError(
-            "not valid here: nested too deep",
-            where=str(path),
-            hint="see the bundled vllmdiag/triage/catalogue.yaml for the format",
-        ) from None
+    # the limits every YAML file vllmdiag reads has: a bounded regular file (never a
+    # FIFO or /dev/zero), 64 levels, no alias bombs, scalars that build
+    root = load_commented(path, what="catalogue")
     if not isinstance(root, CommentedMap):
         raise ConfigError(
             "a catalogue is a mapping with a list under 'entries', not "

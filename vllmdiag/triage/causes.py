@@ -79,6 +79,7 @@ def _cause(
         rule_why=rule[1] if rule else h.why if h else None,
         where=where,
         tool_dirs=ev.tool_dirs,
+        wrapper=ev.wrapper,
     )
     return RootCause(
         type=typ,
@@ -181,6 +182,11 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
     )
     if typ:
         why += "; its body is a pydantic validation error whose header line is cut"
+    frames = [f for k in tb.links for f in k.frames]
+    place, package = place_of(frames, ev.tool_dirs)
+    raised_in = _raised_in(place, package)
+    if raised_in:
+        why += f"; its innermost frame in view is in {_in_words(raised_in)}"
     return _cause(
         cat,
         ev,
@@ -190,7 +196,9 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
         lines=(at, at),
         reason=why,
         evidence="exception-line" if tb.headless else "traceback",
-        raised_in=None,
+        raised_in=raised_in,
+        files=[f.file for f in frames],
+        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
     )
 
 
@@ -223,6 +231,14 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
     if d.strength == "follow-on":
         why += "; a follow-on death (killed by its parent, or a teardown): the cause may be missing"
     where = (d.origin, d.package) if d.origin in ("vllm", "dependency", "user", "tool") else None
+    rule = None
+    if ev.completed_at is not None and d.line > ev.completed_at and d.origin == "vllm":
+        why += f"; every prompt had completed (line {ev.completed_at}) before it died"
+        rule = (
+            "vllm",
+            "vLLM's engine died after every prompt had completed: a defect in its "
+            "shutdown, not the run's settings or machine",
+        )
     return _cause(
         cat,
         ev,
@@ -235,6 +251,7 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
         raised_in=_raised_in(*where) if where else None,
         frames=tuple(f"{f.file}:{f.line}" for f in d.frames[:3]),
         where=where,
+        rule=rule,
     )
 
 

@@ -13,6 +13,7 @@ logger, dynamo, xinference, gpustack, vllm-ascend's ``[UC][E]``). See ``prefixes
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
@@ -141,7 +142,29 @@ def unglue(raw: str) -> list[str]:
 
 
 def normalise(raw: str, number: int) -> Line:
-    """Peel capture layers, colours, process tags and the logger prefix off ``raw``."""
+    """Peel capture layers, colours, process tags and the logger prefix off ``raw``.
+
+    A log of tracebacks repeated many times (a crash loop, every rank's copy) holds the
+    same lines again and again: each distinct line is peeled once (the last 8,192 are
+    kept), and a repeat costs a lookup."""
+    if len(raw) <= _CACHED_LINE:
+        seen = _peeled.get(raw)
+        if seen is None:
+            seen = _normalise(raw, 0)
+            if len(_peeled) >= _CACHED_LINES:
+                _peeled.pop(next(iter(_peeled)))
+            _peeled[raw] = seen
+        return dataclasses.replace(seen, number=number) if number else seen
+    return _normalise(raw, number)
+
+
+#: Lines longer than this are peeled every time (they rarely repeat).
+_CACHED_LINE = 1024
+_CACHED_LINES = 8192
+_peeled: dict[str, Line] = {}
+
+
+def _normalise(raw: str, number: int) -> Line:
     if "\x1b" not in raw and "^[" not in raw and _PLAIN.match(raw):
         return Line(number, MAIN, None, raw.rstrip().replace("\r", ""), None)
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")

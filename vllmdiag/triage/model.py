@@ -124,3 +124,5 @@ class Evidence:
     #: directories whose files are vllmdiag's own besides its package (the run directory)
     tool_dirs: tuple[str, ...] = ()
     wrapper: str | None = None  # a program the log shows building vLLM's command line
+    #: the line where vLLM's progress bar showed every prompt done (the work was over)
+    completed_at: int | None = None

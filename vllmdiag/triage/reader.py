@@ -21,12 +21,14 @@ import os
 import re
 import stat
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from vllmdiag.triage.callers import LITERALS as CALLER_LITERALS
+from vllmdiag.triage.logbytes import Normaliser
 
 BLOCK = 1 << 20
 MAX_LINE = 1 << 16  # longer lines (binary garbage, a giant config dump) are cut here
@@ -54,8 +56,14 @@ LITERALS: tuple[bytes, ...] = (
 #: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
 HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion", *CALLER_LITERALS)
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran
-#: died, the exit status a harness notes.
-TAIL_LITERALS: tuple[bytes, ...] = (b"Throughput: ", b"Avg latency: ", b"dumped", b"xit code")
+#: died, the exit status a harness notes, vLLM's progress bar over the prompts.
+TAIL_LITERALS: tuple[bytes, ...] = (
+    b"Throughput: ",
+    b"Avg latency: ",
+    b"dumped",
+    b"xit code",
+    b"Processed prompts:",  # LLM.generate's progress bar: whether every prompt finished
+)
 EDGE = 16 << 20
 
 #: The same markers as one regex, for readers that want one.
@@ -73,10 +81,15 @@ class ScanInfo:
     cut_lines: int
     last_line: bytes = b""  # the last non-blank line, where a log that just stops stopped
     compressed: bool = False
+    #: How the bytes were read, where that was not plain UTF-8 text (see ``logbytes``),
+    #: and a gzip stream that ends before its end.
+    notes: tuple[str, ...] = ()
 
 
-def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
-    """The text of ``fh`` in blocks, gunzipped when it is gzip (every member)."""
+def _blocks(fh: BinaryIO, notes: list[str]) -> Iterator[tuple[bytes, bool]]:
+    """The text of ``fh`` in blocks, gunzipped when it is gzip (every member). A gzip
+    stream cut short (a copy that stopped, a log still being written) is read as far as
+    it goes, and ``notes`` says so."""
     first = fh.read(BLOCK)
     if not first.startswith(b"\x1f\x8b"):
         data = first
@@ -86,7 +99,9 @@ def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
         return
     raw = first
     dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    fed = False  # the current decompressor has had input (a member is under way)
     while raw:
+        fed = True
         out = dec.decompress(raw, BLOCK)
         while True:
             if out:
@@ -97,6 +112,7 @@ def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
         if dec.eof:  # a next member, or trailing garbage
             rest = dec.unused_data
             dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            fed = False
             if rest:
                 raw = rest
                 continue
@@ -104,6 +120,8 @@ def _blocks(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
     tail = dec.flush()
     if tail:
         yield tail, True
+    if fed and not dec.eof:
+        notes.append("the gzip stream ends early (a truncated copy?): read as far as it goes")
 
 
 def scan(
@@ -140,7 +158,9 @@ def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
     last = b""
     carry = b""
     gz = False
-    for data, compressed in _blocks(fh):
+    notes: list[str] = []
+    normaliser = Normaliser()
+    for data, compressed in normaliser.blocks(_blocks(fh, notes)):
         gz = compressed
         known = None if gz else total
         state.head = size - len(carry) < EDGE
@@ -165,7 +185,15 @@ def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
         state.head, state.tail = size - len(carry) < EDGE, True
         carry += b"\n"
         state.block(carry, 0, len(carry))
-    return ScanInfo(state.lineno, size, size > 0 and last != b"\n", state.cut, state.last_line, gz)
+    return ScanInfo(
+        state.lineno,
+        size,
+        size > 0 and last != b"\n",
+        state.cut,
+        state.last_line,
+        gz,
+        tuple(normaliser.notes + notes),
+    )
 
 
 def _bounded(state: _State, carry: bytes) -> bytes:
@@ -196,6 +224,8 @@ class _State:
         self.cut = 0
         self.head = True  # the block lies within EDGE bytes of the start
         self.tail = True  # ... of the end (or the end is not known)
+        #: the previous block's last lines that were not handed over: (number, line)
+        self.pending: deque[tuple[int, bytes]] = deque(maxlen=CONTEXT)
 
     def block(self, block: bytes, lo: int, hi: int) -> None:
         """``block[lo:hi]`` ends with a newline. Hand over what matters, count the rest."""
@@ -214,15 +244,45 @@ class _State:
                         break
                     prev = block.rfind(b"\n", pos, ctx - 1)
                     ctx = prev + 1 if prev != -1 else pos
+                if ctx == lo and self.pending:
+                    self._carried(block.count(b"\n", lo, at))
                 base += block.count(b"\n", pos, ctx)
                 pos = ctx
+            self.pending.clear()
             nl = block.find(b"\n", pos)
             base += 1
             line = block[pos:nl]
             feed(base, line if len(line) <= MAX_LINE else line[:MAX_LINE])
             pos = nl + 1
+        self._keep_unfed(block, pos, hi, base)
         self.lineno += block.count(b"\n", lo, hi)
         self._last_line(block, lo, hi)
+
+    def _keep_unfed(self, block: bytes, pos: int, hi: int, base: int) -> None:
+        """The last lines of the block that were not handed over, for the context of a
+        hit at the very start of the next block (the last line of a file without a final
+        newline comes as a block of its own)."""
+        self.pending.clear()
+        if pos >= hi:
+            return
+        start = hi
+        lines: list[tuple[int, bytes]] = []
+        total = base + block.count(b"\n", pos, hi)
+        while len(lines) < CONTEXT and start > pos:
+            prev = block.rfind(b"\n", pos, start - 1)
+            begin = prev + 1 if prev != -1 else pos
+            lines.append((total - len(lines), block[begin : start - 1][:MAX_LINE]))
+            start = begin
+        self.pending.extend(reversed(lines))
+
+    def _carried(self, before: int) -> None:
+        """Hand over the previous block's last unfed lines that are within the context
+        of a hit ``before`` lines into this block."""
+        room = CONTEXT - before
+        keep = list(self.pending)[-room:] if room > 0 else []
+        for number, line in keep:
+            self.feed(number, line)
+        self.pending.clear()
 
     def _last_line(self, block: bytes, lo: int, hi: int) -> None:
         end = hi

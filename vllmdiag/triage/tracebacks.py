@@ -243,10 +243,11 @@ class TracebackParser:
         self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str
     ) -> None:
         text = line.text
+        frame = _FRAME.match(stripped)
+        if frame:  # indented, or a paste (a relaying process's prefix) that lost the indent
+            st.frames.append(_frame(frame))
+            return
         if text[:1] in (" ", "\t") or not stripped or stripped.startswith(("[Previous line", "^")):
-            m = _FRAME.match(stripped)
-            if m:
-                st.frames.append(_frame(m))
             return
         m = _EXC.match(stripped)
         if m is not None and m["msg"] is None and not _exception_like(m["type"], True):

@@ -16,6 +16,9 @@ _VERSION = re.compile(
     r"|vLLM version (?P<c>[\w.+-]+)"
 )
 _FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ seconds")
+#: LLM.generate's progress bar; tqdm redraws it in place, so the last draw on a line counts.
+_PROGRESS = "Processed prompts:"
+_ALL_DONE = re.compile(r"^\s*100%\|")
 _CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/]*): error: (?P<msg>.+)$")
 #: clap's (uv, ruff, rust programs): ``error: unexpected argument '--x' found``.
 _CLAP_ERROR = re.compile(
@@ -35,6 +38,9 @@ class Watch:
         self.cli_error: tuple[int, str, str] | None = None
         self.relay: relays.Relay | None = None
         self.wrapper: str | None = None  # a program that built vLLM's command line
+        #: the line where LLM.generate's progress bar last read 100 % (None: not, or it
+        #: started over after)
+        self.completed: int | None = None
 
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
@@ -62,6 +68,9 @@ class Watch:
                 self.relay = relays.classify(line, is_error_record(line))
         if self.wrapper is None and "amalama" in text.lower():
             self.wrapper = wrapper_in(text)
+        if _PROGRESS in text:
+            last = text.rsplit(_PROGRESS, 1)[1]
+            self.completed = number if _ALL_DONE.match(last) else None
         if self.finished is None and ("Throughput: " in text or "Avg latency: " in text):
             m = _FINISHED.search(text)
             self.finished = text.strip() if m else None
