@@ -75,7 +75,7 @@ def run_cli(argv: list[str], cwd: Path, stdin: bytes = b"") -> Outcome:
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:  # noqa: BLE001 - reported as the traceback it is
+        except BaseException:
             import traceback
 
             traceback.print_exc()
@@ -115,6 +115,8 @@ def judge(outcome: Outcome, expect: str) -> str | None:
     own = (f'File "{REPO / "vllmdiag"}', "/typer/", "/click/", "MemoryError")
     if outcome.rc in (3, 99) or any(frame in text for frame in own):
         return "traceback"
+    if "\x1b" in text or "\x07" in text or "\x9b" in text:  # inputs plant them; never shown raw
+        return "a raw terminal escape reached the output"
     if outcome.rc < 0:
         return f"killed by signal {-outcome.rc}"
     if expect == "any":
@@ -131,7 +133,9 @@ def judge(outcome: Outcome, expect: str) -> str | None:
         return f"exit {outcome.rc}"
     if "--json" in expect:
         return None
-    if not any(line.lstrip().lower().startswith(("error:", "error ")) for line in text.splitlines()):
+    if not any(
+        line.lstrip().lower().startswith(("error:", "error ")) for line in text.splitlines()
+    ):
         return "no 'error:' line"
     return None
 
@@ -143,12 +147,9 @@ CONTROL = b"name: \x1b]0;pwned\x07\x1b[2J\nquestion: \x9b31m\n"
 NON_UTF8 = b"name: caf\xe9\xff\xfe\n"
 DEEP_JSON = b"[" * 200_000 + b"]" * 200_000
 DEEP_YAML = b"a: " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
-LAUGHS = (
-    b'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
-    + b"".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n".encode()
-        for i in range(8)
-    )
+LAUGHS = b'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + b"".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n".encode()
+    for i in range(8)
 )
 UTF16_LOG = (
     "Traceback (most recent call last):\n"
@@ -297,10 +298,11 @@ FILE_KINDS: dict[str, Callable[[Path], str]] = {
 }
 
 
-def _file_cases(prefix: str, argv: Callable[[str], list[str]], kinds: list[str]) -> list[tuple[str, Build, str]]:
+def _file_cases(
+    prefix: str, argv: Callable[[str], list[str]], kinds: list[str]
+) -> list[tuple[str, Build, str]]:
     return [
-        (f"{prefix}-{kind}", (lambda t, k=kind: argv(FILE_KINDS[k](t))), "error")
-        for kind in kinds
+        (f"{prefix}-{kind}", (lambda t, k=kind: argv(FILE_KINDS[k](t))), "error") for kind in kinds
     ]
 
 
@@ -332,13 +334,25 @@ for _cmd, _argv in {
 # fingerprint reads any text: a file that is not a vLLM log has every field unknown ("-"),
 # the right result (a diff calls such fields "missing"). doctor on a directory that is
 # not a venv reports the leg NOT CHECKED and exits 1.
-_TEXT_KINDS = {"empty", "nul", "control", "non-utf8", "newline-name", "deep-json", "deep-yaml", "laughs"}
+_TEXT_KINDS = {
+    "sparse-huge",
+    "empty",
+    "nul",
+    "control",
+    "non-utf8",
+    "newline-name",
+    "deep-json",
+    "deep-yaml",
+    "laughs",
+}
 CASES = [
     (
         name,
         build,
         "any"
-        if name.split("-", 1)[0] == "fingerprint" and name.rsplit("-", 1)[-1] in {k.rsplit("-", 1)[-1] for k in _TEXT_KINDS} and any(name.endswith(k) for k in _TEXT_KINDS)
+        if name.split("-", 1)[0] == "fingerprint"
+        and name.rsplit("-", 1)[-1] in {k.rsplit("-", 1)[-1] for k in _TEXT_KINDS}
+        and any(name.endswith(k) for k in _TEXT_KINDS)
         else "fails"
         if name == "doctor-directory"
         else expect,
@@ -360,6 +374,7 @@ CASES += [
 
 # ---------------------------------------------------------------- recipe contents
 
+
 def _recipe_case(body: str) -> Build:
     return lambda t: ["matrix", str(_recipe(t, body)), "--dry-run"]
 
@@ -371,7 +386,10 @@ def _swap(old: str, new: str) -> str:
 
 RECIPES = {
     "good": (GOOD_RECIPE, "ok"),
-    "bad-date": (_swap("    requirements: [six]", '    requirements: [six]\n    exclude_newer: 2026-02-30'), "error"),
+    "bad-date": (
+        _swap("    requirements: [six]", "    requirements: [six]\n    exclude_newer: 2026-02-30"),
+        "error",
+    ),
     "bang-int": (_swap("repeats: 1", "repeats: !!int abc"), "error"),
     "bang-float": (_swap("timeout: 30", "timeout: !!float abc"), "error"),
     "huge-int": (_swap("repeats: 1", "repeats: " + "9" * 5000), "error"),
@@ -380,14 +398,23 @@ RECIPES = {
     "timeout-inf": (_swap("timeout: 30", "timeout: .inf"), "error"),
     "timeout-negative": (_swap("timeout: 30", "timeout: -5"), "error"),
     "gpus-huge": (_swap("gpus: 0", "gpus: 99999999999"), "error"),
-    "no-workloads": (_swap('  w:\n    command: ["{python}", "-c", "print(1)"]\n', "  {}\n"), "error"),
+    "no-workloads": (
+        _swap('  w:\n    command: ["{python}", "-c", "print(1)"]\n', "  {}\n"),
+        "error",
+    ),
     "null-workload-key": (_swap("  w:\n", "  ~:\n"), "error"),
     "empty-command": (_swap('command: ["{python}", "-c", "print(1)"]', "command: []"), "error"),
     "command-not-list": (_swap('command: ["{python}", "-c", "print(1)"]', "command: 5"), "error"),
     "bad-template": (_swap('"{python}", "-c"', '"{python.nosuch}", "-c"'), "error"),
     "unclosed-template": (_swap('"{python}", "-c"', '"{python", "-c"'), "error"),
-    "long-arm-name": (_swap("arms: []", "arms:\n  - name: " + "a" * 5000 + "\n    env: {A: '1'}"), "error"),
-    "arm-shell-env": (_swap("arms: []", "arms:\n  - name: x\n    env: {'X;touch /tmp/p;Y': '1'}"), "error"),
+    "long-arm-name": (
+        _swap("arms: []", "arms:\n  - name: " + "a" * 5000 + "\n    env: {A: '1'}"),
+        "error",
+    ),
+    "arm-shell-env": (
+        _swap("arms: []", "arms:\n  - name: x\n    env: {'X;touch /tmp/p;Y': '1'}"),
+        "error",
+    ),
     "unknown-arm": (_swap("arms: []", "arms: [no-such-arm-anywhere]"), "error"),
     "unknown-key": (GOOD_RECIPE + "surprise: 1\n", "error"),
     "duplicate-key": (GOOD_RECIPE + "repeats: 2\n", "error"),
@@ -399,18 +426,43 @@ RECIPES = {
     "leg-no-source": (_swap("    requirements: [six]", "    {}"), "error"),
     "leg-path-missing": (_swap("    requirements: [six]", "    path: /nonexistent/venv"), "any"),
     "baseline-unknown-leg": (_swap("  leg: a", "  leg: zz"), "error"),
-    "control-in-question": (GOOD_RECIPE + 'question: "\\e]0;t\\a\\e[2J why"\n', "ok"),
+    "control-in-question": (
+        _swap("question: does six import?", 'question: "\\e]0;t\\a\\e[2J why"'),
+        "ok",
+    ),
     "bom": ("\ufeff" + GOOD_RECIPE, "any"),
     "crlf": (GOOD_RECIPE.replace("\n", "\r\n"), "ok"),
 }
-CASES += [(f"recipe-{name}", _recipe_case(body), expect) for name, (body, expect) in RECIPES.items()]
+CASES += [
+    (f"recipe-{name}", _recipe_case(body), expect) for name, (body, expect) in RECIPES.items()
+]
 CASES += [
     ("leg-show-good", lambda t: ["leg", "show", str(_recipe(t, GOOD_RECIPE))], "ok"),
-    ("leg-show-unknown-leg", lambda t: ["leg", "show", str(_recipe(t, GOOD_RECIPE)), "zz"], "error"),
-    ("doctor-recipe-unknown-leg", lambda t: ["doctor", str(_recipe(t, GOOD_RECIPE)), "zz", "--no-gpu"], "error"),
-    ("doctor-env-noequals", lambda t: ["doctor", sys.executable, "--no-gpu", "--env", "NOEQ"], "error"),
-    ("doctor-directory-not-venv", lambda t: ["doctor", FILE_KINDS["directory"](t), "--no-gpu"], "fails"),
-    ("study-good-recipe-dry", lambda t: ["study", str(_recipe(t, GOOD_RECIPE)), "--dry-run"], "any"),
+    (
+        "leg-show-unknown-leg",
+        lambda t: ["leg", "show", str(_recipe(t, GOOD_RECIPE)), "zz"],
+        "error",
+    ),
+    (
+        "doctor-recipe-unknown-leg",
+        lambda t: ["doctor", str(_recipe(t, GOOD_RECIPE)), "zz", "--no-gpu"],
+        "error",
+    ),
+    (
+        "doctor-env-noequals",
+        lambda t: ["doctor", sys.executable, "--no-gpu", "--env", "NOEQ"],
+        "error",
+    ),
+    (
+        "doctor-directory-not-venv",
+        lambda t: ["doctor", FILE_KINDS["directory"](t), "--no-gpu"],
+        "fails",
+    ),
+    (
+        "study-good-recipe-dry",
+        lambda t: ["study", str(_recipe(t, GOOD_RECIPE)), "--dry-run"],
+        "any",
+    ),
 ]
 
 # ------------------------------------------------------------------ numbers and places
@@ -422,55 +474,336 @@ for _opt, _values in {
     "--gpus": ["99999999", "-1", "abc", "0,0", "1e9"],
 }.items():
     CASES += [
-        (f"matrix{_opt}={v}", (lambda t, o=_opt, v=v: ["matrix", _RECIPE_ARG(t), "--dry-run", o, v]), "error")
+        (
+            f"matrix{_opt}={v}",
+            (lambda t, o=_opt, v=v: ["matrix", _RECIPE_ARG(t), "--dry-run", o, v]),
+            "error",
+        )
         for v in _values
     ]
 CASES += [
     ("matrix-out-empty", lambda t: ["matrix", _RECIPE_ARG(t), "--out", ""], "error"),
-    ("matrix-out-file", lambda t: ["matrix", _RECIPE_ARG(t), "--out", str(_write(t, "f", b"x"))], "error"),
-    ("matrix-out-proc", lambda t: ["matrix", _RECIPE_ARG(t), "--out", "/proc/vllmdiag-run"], "error"),
+    (
+        "matrix-out-file",
+        lambda t: ["matrix", _RECIPE_ARG(t), "--out", str(_write(t, "f", b"x"))],
+        "error",
+    ),
+    (
+        "matrix-out-proc",
+        lambda t: ["matrix", _RECIPE_ARG(t), "--out", "/proc/vllmdiag-run"],
+        "error",
+    ),
     ("matrix-out-dev-null", lambda t: ["matrix", _RECIPE_ARG(t), "--out", "/dev/null"], "error"),
-    ("matrix-runs-root-proc", lambda t: ["matrix", _RECIPE_ARG(t), "--runs-root", "/proc"], "error"),
-    ("matrix-runs-root-file", lambda t: ["matrix", _RECIPE_ARG(t), "--runs-root", str(_write(t, "f", b"x"))], "error"),
+    (
+        "matrix-runs-root-proc",
+        lambda t: ["matrix", _RECIPE_ARG(t), "--runs-root", "/proc"],
+        "error",
+    ),
+    (
+        "matrix-runs-root-file",
+        lambda t: ["matrix", _RECIPE_ARG(t), "--runs-root", str(_write(t, "f", b"x"))],
+        "error",
+    ),
     ("matrix-verdict-extra", lambda t: ["matrix", "verdict", str(_copy_run(t)), "more"], "error"),
     ("matrix-verdict-good", lambda t: ["matrix", "verdict", str(_copy_run(t))], "any"),
-    ("compare-factor-nan", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md"), "--factor", "nan"], "error"),
-    ("compare-factor-negative", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md"), "--factor", "-1"], "error"),
-    ("compare-noise-inf", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md"), "--noise", "inf"], "error"),
-    ("compare-agree-nan", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md"), "--agree", "nan"], "error"),
-    ("compare-pair-bad", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md"), "--pair", "x"], "error"),
-    ("compare-md-proc", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md"), "--md", "/proc/x.md"], "error"),
-    ("compare-md-dir", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md"), "--md", FILE_KINDS["directory"](t)], "error"),
-    ("compare-good", lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md")], "ok"),
-    ("profile-diff-top-0", lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--top", "0"], "error"),
-    ("profile-diff-top-huge", lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--top", "9" * 30, "--out", str(t / "o")], "any"),
-    ("profile-diff-out-file", lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--out", str(_write(t, "f", b"x"))], "error"),
-    ("profile-diff-out-proc", lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--out", "/proc/x"], "error"),
-    ("profile-diff-out-dev-null", lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--out", "/dev/null"], "error"),
-    ("profile-diff-runs-root-proc", lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--runs-root", "/proc"], "error"),
-    ("profile-diff-same-side", lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_A), "--out", str(t / "o")], "any"),
+    (
+        "compare-factor-nan",
+        lambda t: [
+            "compare",
+            str(FIX / "tables/h200.tsv"),
+            str(FIX / "tables/b200.md"),
+            "--factor",
+            "nan",
+        ],
+        "error",
+    ),
+    (
+        "compare-factor-negative",
+        lambda t: [
+            "compare",
+            str(FIX / "tables/h200.tsv"),
+            str(FIX / "tables/b200.md"),
+            "--factor",
+            "-1",
+        ],
+        "error",
+    ),
+    (
+        "compare-noise-inf",
+        lambda t: [
+            "compare",
+            str(FIX / "tables/h200.tsv"),
+            str(FIX / "tables/b200.md"),
+            "--noise",
+            "inf",
+        ],
+        "error",
+    ),
+    (
+        "compare-agree-nan",
+        lambda t: [
+            "compare",
+            str(FIX / "tables/h200.tsv"),
+            str(FIX / "tables/b200.md"),
+            "--agree",
+            "nan",
+        ],
+        "error",
+    ),
+    (
+        "compare-pair-bad",
+        lambda t: [
+            "compare",
+            str(FIX / "tables/h200.tsv"),
+            str(FIX / "tables/b200.md"),
+            "--pair",
+            "x",
+        ],
+        "error",
+    ),
+    (
+        "compare-md-proc",
+        lambda t: [
+            "compare",
+            str(FIX / "tables/h200.tsv"),
+            str(FIX / "tables/b200.md"),
+            "--md",
+            "/proc/x.md",
+        ],
+        "error",
+    ),
+    (
+        "compare-md-dir",
+        lambda t: [
+            "compare",
+            str(FIX / "tables/h200.tsv"),
+            str(FIX / "tables/b200.md"),
+            "--md",
+            FILE_KINDS["directory"](t),
+        ],
+        "error",
+    ),
+    (
+        "compare-good",
+        lambda t: ["compare", str(FIX / "tables/h200.tsv"), str(FIX / "tables/b200.md")],
+        "ok",
+    ),
+    (
+        "profile-diff-top-0",
+        lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--top", "0"],
+        "error",
+    ),
+    (
+        "profile-diff-top-huge",
+        lambda t: [
+            "profile",
+            "diff",
+            str(TRACE_A),
+            str(TRACE_B),
+            "--top",
+            "9" * 30,
+            "--out",
+            str(t / "o"),
+        ],
+        "any",
+    ),
+    (
+        "profile-diff-out-file",
+        lambda t: [
+            "profile",
+            "diff",
+            str(TRACE_A),
+            str(TRACE_B),
+            "--out",
+            str(_write(t, "f", b"x")),
+        ],
+        "error",
+    ),
+    (
+        "profile-diff-out-proc",
+        lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--out", "/proc/x"],
+        "error",
+    ),
+    (
+        "profile-diff-out-dev-null",
+        lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--out", "/dev/null"],
+        "error",
+    ),
+    (
+        "profile-diff-runs-root-proc",
+        lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_B), "--runs-root", "/proc"],
+        "error",
+    ),
+    (
+        "profile-diff-same-side",
+        lambda t: ["profile", "diff", str(TRACE_A), str(TRACE_A), "--out", str(t / "o")],
+        "any",
+    ),
     ("profile-capture-no-leg", lambda t: ["profile", "capture", "--script", "x.py"], "error"),
-    ("profile-capture-bad-leg", lambda t: ["profile", "capture", "--leg", "noequals", "--leg", "b=/x", "--script", "x.py"], "error"),
-    ("profile-capture-missing-legs", lambda t: ["profile", "capture", "--leg", "a=/nonexistent", "--leg", "b=/nonexistent", "--script", str(_write(t, "s.py", b"pass\n"))], "error"),
-    ("report-out-dir", lambda t: ["report", str(RUN_FIXTURE), "--out", FILE_KINDS["directory"](t)], "error"),
+    (
+        "profile-capture-bad-leg",
+        lambda t: ["profile", "capture", "--leg", "noequals", "--leg", "b=/x", "--script", "x.py"],
+        "error",
+    ),
+    (
+        "profile-capture-missing-legs",
+        lambda t: [
+            "profile",
+            "capture",
+            "--leg",
+            "a=/nonexistent",
+            "--leg",
+            "b=/nonexistent",
+            "--script",
+            str(_write(t, "s.py", b"pass\n")),
+        ],
+        "error",
+    ),
+    (
+        "report-out-dir",
+        lambda t: ["report", str(RUN_FIXTURE), "--out", FILE_KINDS["directory"](t)],
+        "error",
+    ),
     ("report-out-proc", lambda t: ["report", str(RUN_FIXTURE), "--out", "/proc/x.md"], "error"),
     ("report-out-dev-full", lambda t: ["report", str(RUN_FIXTURE), "--out", "/dev/full"], "error"),
     ("report-good", lambda t: ["report", str(RUN_FIXTURE)], "ok"),
     ("window-bad-symbol", lambda t: ["window", "six", "--symbol", ""], "error"),
-    ("window-bad-spec", lambda t: ["window", "six", "--symbol", "six.moves", "--versions", ">>=1;rm"], "error"),
-    ("window-bad-date", lambda t: ["window", "six", "--symbol", "six.moves", "--exclude-newer", "2026-02-30"], "error"),
-    ("window-bad-python", lambda t: ["window", "six", "--symbol", "six.moves", "--python", "/nonexistent/python"], "error"),
-    ("window-jobs-huge", lambda t: ["window", "six", "--symbol", "six.moves", "--jobs", "9" * 20, "--python", "/nonexistent/python"], "error"),
+    (
+        "window-bad-spec",
+        lambda t: ["window", "six", "--symbol", "six.moves", "--versions", ">>=1;rm"],
+        "error",
+    ),
+    (
+        "window-bad-date",
+        lambda t: ["window", "six", "--symbol", "six.moves", "--exclude-newer", "2026-02-30"],
+        "error",
+    ),
+    (
+        "window-bad-python",
+        lambda t: ["window", "six", "--symbol", "six.moves", "--python", "/nonexistent/python"],
+        "error",
+    ),
+    (
+        "window-jobs-huge",
+        lambda t: [
+            "window",
+            "six",
+            "--symbol",
+            "six.moves",
+            "--jobs",
+            "9" * 20,
+            "--python",
+            "/nonexistent/python",
+        ],
+        "error",
+    ),
     ("window-bad-package", lambda t: ["window", "six;rm -rf", "--symbol", "six.moves"], "error"),
-    ("bisect-bad-version", lambda t: ["bisect", "six", "--good", "not a version", "--bad", "1.16.0", "--", "true"], "error"),
-    ("bisect-same-ends", lambda t: ["bisect", "six", "--good", "1.16.0", "--bad", "1.16.0", "--", "true"], "error"),
-    ("bisect-timeout-nan", lambda t: ["bisect", "six", "--good", "1.15.0", "--bad", "1.16.0", "--timeout", "nan", "--", "true"], "error"),
-    ("bisect-threshold-nan", lambda t: ["bisect", "six", "--good", "1.15.0", "--bad", "1.16.0", "--metric", "m", "--threshold", "nan", "--", "true"], "error"),
-    ("bisect-no-check", lambda t: ["bisect", "six", "--good", "1.15.0", "--bad", "1.16.0"], "error"),
-    ("bisect-recipe-missing", lambda t: ["bisect", "six", "--good", "1.15.0", "--bad", "1.16.0", "--recipe", str(t / "nope.yaml"), "--cell", "x"], "error"),
-    ("bisect-commit-no-repo", lambda t: ["bisect", "vllm", "--by", "commit", "--good", "abc", "--bad", "def", "--repo", str(t / "nope"), "--", "true"], "error"),
-    ("bisect-commit-repo-file", lambda t: ["bisect", "vllm", "--by", "commit", "--good", "abc", "--bad", "def", "--repo", str(_write(t, "f", b"x")), "--", "true"], "error"),
-    ("bisect-by-bad", lambda t: ["bisect", "six", "--by", "tag", "--good", "1", "--bad", "2", "--", "true"], "error"),
+    (
+        "bisect-bad-version",
+        lambda t: ["bisect", "six", "--good", "not a version", "--bad", "1.16.0", "--", "true"],
+        "error",
+    ),
+    (
+        "bisect-same-ends",
+        lambda t: ["bisect", "six", "--good", "1.16.0", "--bad", "1.16.0", "--", "true"],
+        "error",
+    ),
+    (
+        "bisect-timeout-nan",
+        lambda t: [
+            "bisect",
+            "six",
+            "--good",
+            "1.15.0",
+            "--bad",
+            "1.16.0",
+            "--timeout",
+            "nan",
+            "--",
+            "true",
+        ],
+        "error",
+    ),
+    (
+        "bisect-threshold-nan",
+        lambda t: [
+            "bisect",
+            "six",
+            "--good",
+            "1.15.0",
+            "--bad",
+            "1.16.0",
+            "--metric",
+            "m",
+            "--threshold",
+            "nan",
+            "--",
+            "true",
+        ],
+        "error",
+    ),
+    (
+        "bisect-no-check",
+        lambda t: ["bisect", "six", "--good", "1.15.0", "--bad", "1.16.0"],
+        "error",
+    ),
+    (
+        "bisect-recipe-missing",
+        lambda t: [
+            "bisect",
+            "six",
+            "--good",
+            "1.15.0",
+            "--bad",
+            "1.16.0",
+            "--recipe",
+            str(t / "nope.yaml"),
+            "--cell",
+            "x",
+        ],
+        "error",
+    ),
+    (
+        "bisect-commit-no-repo",
+        lambda t: [
+            "bisect",
+            "vllm",
+            "--by",
+            "commit",
+            "--good",
+            "abc",
+            "--bad",
+            "def",
+            "--repo",
+            str(t / "nope"),
+            "--",
+            "true",
+        ],
+        "error",
+    ),
+    (
+        "bisect-commit-repo-file",
+        lambda t: [
+            "bisect",
+            "vllm",
+            "--by",
+            "commit",
+            "--good",
+            "abc",
+            "--bad",
+            "def",
+            "--repo",
+            str(_write(t, "f", b"x")),
+            "--",
+            "true",
+        ],
+        "error",
+    ),
+    (
+        "bisect-by-bad",
+        lambda t: ["bisect", "six", "--by", "tag", "--good", "1", "--bad", "2", "--", "true"],
+        "error",
+    ),
     ("arms-show-control", lambda t: ["arms", "show", "\x1b[2Jx"], "error"),
     ("arms-list-bad-family", lambda t: ["arms", "list", "--family", "../../etc"], "error"),
     ("arms-list-json", lambda t: ["arms", "list", "--json"], "ok"),
@@ -501,13 +834,17 @@ def _symlink_out(path: Path, target: Path) -> None:
 
 RUN_TAMPERING: dict[str, Callable[[Path], object]] = {
     "manifest-missing": lambda r: (r / "manifest.json").unlink(),
-    "manifest-truncated": lambda r: (r / "manifest.json").write_bytes((r / "manifest.json").read_bytes()[:100]),
+    "manifest-truncated": lambda r: (r / "manifest.json").write_bytes(
+        (r / "manifest.json").read_bytes()[:100]
+    ),
     "manifest-array": lambda r: (r / "manifest.json").write_text("[1, 2]"),
     "manifest-deep": lambda r: (r / "manifest.json").write_bytes(DEEP_JSON),
     "manifest-fifo": lambda r: ((r / "manifest.json").unlink(), os.mkfifo(r / "manifest.json")),
     "manifest-dev-zero": lambda r: _symlink_out(r / "manifest.json", Path("/dev/zero")),
     "manifest-non-utf8": lambda r: (r / "manifest.json").write_bytes(b'{"a": "\xff"}'),
-    "manifest-wrong-types": lambda r: (r / "manifest.json").write_text('{"envs": 5, "cells": "x", "recipe": []}'),
+    "manifest-wrong-types": lambda r: (r / "manifest.json").write_text(
+        '{"envs": 5, "cells": "x", "recipe": []}'
+    ),
     "result-truncated": lambda r: (_first_cell(r) / "result.json").write_text('{"argv": ['),
     "result-wrong-type": lambda r: (_first_cell(r) / "result.json").write_text('"pass"'),
     "result-schema-999": lambda r: (_first_cell(r) / "result.json").write_text(
@@ -517,16 +854,21 @@ RUN_TAMPERING: dict[str, Callable[[Path], object]] = {
         json.dumps({**json.loads((_first_cell(r) / "result.json").read_text()), "status": "maybe"})
     ),
     "result-dev-zero": lambda r: _symlink_out(_first_cell(r) / "result.json", Path("/dev/zero")),
-    "result-symlink-outside": lambda r: _symlink_out(_first_cell(r) / "result.json", Path("/etc/hostname")),
+    "result-symlink-outside": lambda r: _symlink_out(
+        _first_cell(r) / "result.json", Path("/etc/hostname")
+    ),
     "cell-symlink-outside": lambda r: _symlink_out(_first_cell(r), Path("/etc")),
-    "cells-is-file": lambda r: (_symlink_out(r / "cells", Path("/dev/null"))),
+    "cells-is-file": lambda r: _symlink_out(r / "cells", Path("/dev/null")),
     "journal-garbage": lambda r: (r / "run.jsonl").write_bytes(b"\x00\xff{not json\n" * 1000),
     "journal-deep-line": lambda r: (r / "run.jsonl").write_bytes(DEEP_JSON + b"\n"),
     "journal-missing": lambda r: (r / "run.jsonl").unlink(),
     "verdict-garbage": lambda r: (r / "verdict.json").write_bytes(b"\x00garbage"),
     "log-huge-line": lambda r: _long_line(_first_cell(r), "log.txt", 16 << 20),
     "log-dev-zero": lambda r: _symlink_out(_first_cell(r) / "log.txt", Path("/dev/zero")),
-    "log-fifo": lambda r: ((_first_cell(r) / "log.txt").unlink(), os.mkfifo(_first_cell(r) / "log.txt")),
+    "log-fifo": lambda r: (
+        (_first_cell(r) / "log.txt").unlink(),
+        os.mkfifo(_first_cell(r) / "log.txt"),
+    ),
     "envs-garbage": lambda r: [p.write_bytes(b"\xff") for p in (r / "envs").iterdir()],
 }
 for _name, _change in RUN_TAMPERING.items():
@@ -535,7 +877,9 @@ for _name, _change in RUN_TAMPERING.items():
         "report": lambda p: ["report", p],
         "triage": lambda p: ["triage", p],
     }.items():
-        CASES.append((f"run-{_name}-{_cmd}", (lambda t, c=_change, a=_argv2: a(_tampered(c)(t))), "any"))
+        CASES.append(
+            (f"run-{_name}-{_cmd}", (lambda t, c=_change, a=_argv2: a(_tampered(c)(t))), "any")
+        )
 
 # ---------------------------------------------------------------------------- logs
 
@@ -544,19 +888,35 @@ LOG_KINDS: dict[str, Callable[[Path], Path]] = {
     "truncated-gzip": lambda t: _truncated_gzip(t, "cut.log.gz"),
     "gzip-garbage": lambda t: _write(t, "bad.log.gz", b"\x1f\x8b\x08\x00" + os.urandom(5000)),
     "gzip-bomb": lambda t: _gzip_bomb(t, "bomb.log.gz"),
-    "cr-only": lambda t: _write(t, "cr.log", UTF16_LOG.decode("utf-16").replace("\n", "\r").encode()),
+    "cr-only": lambda t: _write(
+        t, "cr.log", UTF16_LOG.decode("utf-16").replace("\n", "\r").encode()
+    ),
     "long-line": lambda t: _long_line(t, "one.log"),
-    "ansi-noise": lambda t: _write(t, "ansi.log", b"".join(b"\x1b[3%dm%c" % (i % 8, c) for i, c in enumerate(UTF16_LOG.decode("utf-16").encode()))),
+    "ansi-noise": lambda t: _write(
+        t,
+        "ansi.log",
+        b"".join(
+            b"\x1b[3%dm%c" % (i % 8, c) for i, c in enumerate(UTF16_LOG.decode("utf-16").encode())
+        ),
+    ),
     "many-tracebacks": lambda t: _write(t, "many.log", UTF16_LOG.decode("utf-16").encode() * 20000),
     "sparse-zeros": lambda t: _sparse(t, "zeros.log", 96 << 20),
 }
 for _name, _make in LOG_KINDS.items():
     CASES.append((f"log-{_name}-triage", (lambda t, m=_make: ["triage", str(m(t))]), "any"))
-    CASES.append((f"log-{_name}-triage-json", (lambda t, m=_make: ["triage", str(m(t)), "--json"]), "any"))
-    CASES.append((f"log-{_name}-fingerprint", (lambda t, m=_make: ["fingerprint", str(m(t))]), "any"))
+    CASES.append(
+        (f"log-{_name}-triage-json", (lambda t, m=_make: ["triage", str(m(t)), "--json"]), "any")
+    )
+    CASES.append(
+        (f"log-{_name}-fingerprint", (lambda t, m=_make: ["fingerprint", str(m(t))]), "any")
+    )
 CASES += [
     ("triage-stdin-empty", lambda t: ["triage", "-"], "any"),
-    ("triage-many-files", lambda t: ["triage", *[str(_write(t, f"l{i}.log", b"x\n")) for i in range(300)]], "any"),
+    (
+        "triage-many-files",
+        lambda t: ["triage", *[str(_write(t, f"l{i}.log", b"x\n")) for i in range(300)]],
+        "any",
+    ),
     ("triage-dash-and-dash", lambda t: ["triage", "-", "-"], "any"),
 ]
 
@@ -564,24 +924,57 @@ CASES += [
 
 TRACE_KINDS: dict[str, Callable[[Path], Path]] = {
     "empty-dir": lambda t: Path(FILE_KINDS["directory"](t)),
-    "kineto-truncated-gz": lambda t: _trace_dir(t, "k1", (TRACE_A / "trace.json.gz").read_bytes()[:5000], "trace.json.gz"),
+    "kineto-truncated-gz": lambda t: _trace_dir(
+        t, "k1", (TRACE_A / "trace.json.gz").read_bytes()[:5000], "trace.json.gz"
+    ),
     "kineto-events-not-list": lambda t: _trace_dir(t, "k2", _kineto(5)),
     "kineto-events-of-strings": lambda t: _trace_dir(t, "k3", _kineto(["a", 1, None])),
-    "kineto-bad-fields": lambda t: _trace_dir(t, "k4", _kineto([{"ph": "X", "cat": "kernel", "name": 5, "ts": "x", "dur": -1}])),
+    "kineto-bad-fields": lambda t: _trace_dir(
+        t, "k4", _kineto([{"ph": "X", "cat": "kernel", "name": 5, "ts": "x", "dur": -1}])
+    ),
     "kineto-deep": lambda t: _trace_dir(t, "k5", b'{"traceEvents": ' + DEEP_JSON + b"}"),
     "kineto-two-docs": lambda t: _trace_dir(t, "k6", _kineto([]) + _kineto([])),
-    "kineto-huge-number": lambda t: _trace_dir(t, "k7", _kineto([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]).replace(b'"dur": 1', b'"dur": ' + b"9" * 5000)),
-    "kineto-control-name": lambda t: _trace_dir(t, "k8", _kineto([{"ph": "X", "cat": "kernel", "name": "\x1b]0;x\x07\ud800", "ts": 1, "dur": 5}])),
+    "kineto-huge-number": lambda t: _trace_dir(
+        t,
+        "k7",
+        _kineto([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]).replace(
+            b'"dur": 1', b'"dur": ' + b"9" * 5000
+        ),
+    ),
+    "kineto-control-name": lambda t: _trace_dir(
+        t,
+        "k8",
+        _kineto([{"ph": "X", "cat": "kernel", "name": "\x1b]0;x\x07\ud800", "ts": 1, "dur": 5}]),
+    ),
     "kineto-non-utf8": lambda t: _trace_dir(t, "k9", b'{"traceEvents": [{"name": "\xff"}]}'),
     "nsys-garbage": lambda t: _sqlite_garbage(t).parent,
     "nsys-wrong-schema": lambda t: _sqlite_wrong_schema(t).parent,
-    "pyspy-garbage": lambda t: _trace_dir(t, "p1", b"\x00\xff no counts here\n;;;; x\n", "profile.folded"),
-    "pyspy-huge-count": lambda t: _trace_dir(t, "p2", b"a;b " + b"9" * 5000 + b"\n", "profile.folded"),
+    "pyspy-garbage": lambda t: _trace_dir(
+        t, "p1", b"\x00\xff no counts here\n;;;; x\n", "profile.folded"
+    ),
+    "pyspy-huge-count": lambda t: _trace_dir(
+        t, "p2", b"a;b " + b"9" * 5000 + b"\n", "profile.folded"
+    ),
     "trace-file-fifo": lambda t: _fifo(t, "trace.json"),
     "trace-dev-zero-link": lambda t: (os.symlink("/dev/zero", t / "z.json"), t / "z.json")[1],
 }
 for _name, _make in TRACE_KINDS.items():
-    CASES.append((f"trace-{_name}", (lambda t, m=_make: ["profile", "diff", str(m(t)), str(TRACE_B), "--out", str(t / "o")]), "any-nonzero"))
+    CASES.append(
+        (
+            f"trace-{_name}",
+            (
+                lambda t, m=_make: [
+                    "profile",
+                    "diff",
+                    str(m(t)),
+                    str(TRACE_B),
+                    "--out",
+                    str(t / "o"),
+                ]
+            ),
+            "any-nonzero",
+        )
+    )
 
 # ------------------------------------------------------------------- study directories
 
@@ -592,8 +985,20 @@ STUDY_KINDS: dict[str, dict[str, bytes]] = {
     "study-results-garbage": {"study.json": b"{}", "results.jsonl": b"{bad\n\xff\n"},
 }
 for _name, _files in STUDY_KINDS.items():
-    CASES.append((f"study-tables-{_name}", (lambda t, f=_files: ["study", "tables", str(_study_dir(t, f))]), "any"))
-    CASES.append((f"compare-{_name}", (lambda t, f=_files: ["compare", str(_study_dir(t, f)), str(FIX / "tables/h200.tsv")]), "any"))
+    CASES.append(
+        (
+            f"study-tables-{_name}",
+            (lambda t, f=_files: ["study", "tables", str(_study_dir(t, f))]),
+            "any",
+        )
+    )
+    CASES.append(
+        (
+            f"compare-{_name}",
+            (lambda t, f=_files: ["compare", str(_study_dir(t, f)), str(FIX / "tables/h200.tsv")]),
+            "any",
+        )
+    )
 
 
 @pytest.mark.parametrize(("build", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -603,5 +1008,7 @@ def test_hostile_input_ends_cleanly(build: Build, expect: str, tmp_path: Path) -
     argv = build(work)
     outcome = run_cli(argv, work)
     why = judge(outcome, expect)
-    assert why is None, f"{why}: vllmdiag {argv!r}\n--- stdout\n{outcome.out[-3000:]}\n--- stderr\n{outcome.err[-3000:]}"
-
+    assert why is None, (
+        f"{why}: vllmdiag {argv!r}\n--- stdout\n{outcome.out[-3000:]}"
+        f"\n--- stderr\n{outcome.err[-3000:]}"
+    )

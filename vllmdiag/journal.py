@@ -196,9 +196,6 @@ class RunDir:
                 except (ValueError, RecursionError):
                     self.warn(f"{file}:{i}: not JSON (torn by a crash?); line skipped")
                     continue
-                except RecursionError:
-                    self.warn(f"{file}:{i}: JSON nested too deep for an event; line skipped")
-                    continue
                 if not isinstance(ev, dict):
                     self.warn(f"{file}:{i}: a JSON {type(ev).__name__}, not an event; skipped")
                     continue

@@ -14,10 +14,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from vllmdiag import codec
+from vllmdiag.atomic import MAX_JSON_BYTES
 from vllmdiag.bisect.commit_info import CommitInfo
 from vllmdiag.bisect.commit_results import CommitBisectResult
 from vllmdiag.bisect.results import BisectResult
-from vllmdiag.atomic import MAX_JSON_BYTES
 from vllmdiag.config.source import read_text
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.report import md
