@@ -223,7 +223,7 @@ def _step(c: CommitInfo, runs: list[CheckRun] | Step, said: str, t0: float) -> S
     values = tuple(r.value for r in runs if r.value is not None)
     value = statistics.median(values) if values else None
     verdict = majority([r.verdict for r in runs])
-    detail = runs[-1].detail or said
+    detail = "; ".join(x for x in (runs[-1].detail, said) if x)  # the check, then its wheel
     return Step(c.commit, verdict, rcs[-1], _since(t0), rcs, value, detail=detail, values=values)
 
 
