@@ -120,7 +120,10 @@ def doctor_cmd(
 
 def _show(r: DoctorReport, out: Console) -> None:
     title = plain(f"leg {r.leg} ({r.path}), vllm {r.vllm or '-'}: ")
-    title.append(*(("CONTAMINATED", "bold red") if r.contaminated else ("clean", "green")))
+    if any(f.code == "leg-failed" for f in r.findings):
+        title.append("NOT CHECKED", "bold red")  # nothing ran: never "clean"
+    else:
+        title.append(*(("CONTAMINATED", "bold red") if r.contaminated else ("clean", "green")))
     table = Table(title=title, title_justify="left")
     table.add_column("", no_wrap=True)
     table.add_column("check", no_wrap=True)

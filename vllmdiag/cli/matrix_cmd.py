@@ -33,6 +33,7 @@ from vllmdiag.matrix.rejudge import rejudge
 from vllmdiag.plan import MatrixPlan, plan
 from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.proc import Interrupted
+from vllmdiag.runner.slots import check_gpu_count
 
 
 class _MatrixCommand(ResumeDir):
@@ -127,6 +128,10 @@ def matrix(
                 "--resume and --out both name a run directory",
                 hint="--resume DIR continues that run in place; drop --out",
             )
+        # The options a run would refuse are refused by a dry run too: it shows what the
+        # same command line would do, so it must not pass what the run cannot take.
+        grace_s = numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S)
+        check_gpu_count(gpus)
         rec = with_repeats(load_recipe(recipe), repeats)
         if baseline_between_arms:
             rec = rec.model_copy(update={"baseline_between_arms": True})
@@ -143,7 +148,7 @@ def matrix(
             out=out,
             resume=resume,
             runs_root=runs_root,
-            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
+            grace_s=grace_s,
             allow_contaminated=allow_contaminated,
             wait=wait,
         )

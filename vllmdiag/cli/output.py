@@ -148,6 +148,20 @@ def report_error(
         emit_json({"error": message, "where": where, "hint": hint})
 
 
+#: What the system says about a path a user named, and what to do next. The reading code
+#: checks kinds and sizes; these come from the path itself (pathlib's checks raise them).
+_PATH_ERRNOS = {
+    errno.ELOOP: "the path goes through a symbolic link that points to itself: fix the link",
+    errno.EACCES: "give a path you may read (and, for an output, write)",
+    errno.EPERM: "give a path you may read (and, for an output, write)",
+    errno.EROFS: "the place is read-only: give a writable directory",
+    errno.EIO: "the system could not read it: give a regular file",
+    errno.ENOSPC: "the disk is full: free space or give another place",
+    errno.EDQUOT: "the disk quota is spent: free space or give another place",
+    errno.ENXIO: "give a regular file",
+}
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn a :class:`VllmdiagError` into a message and exit 1; Ctrl-C into exit 130."""
@@ -157,16 +171,24 @@ def user_errors() -> Iterator[None]:
         report_error(exc.message, where=exc.where, hint=exc.hint, as_json=json_mode())
         raise typer.Exit(1) from None
     except OSError as exc:
-        if exc.errno != errno.ENAMETOOLONG:  # any other OSError is vllmdiag's bug: exit 3
-            raise
-        # a path the user gave that no system call can look up, wherever it is first met
-        err = ConfigError(
-            "a path is too long for this system (a name in it over 255 bytes, or the "
-            "whole over 4,096)",
-            where=str(exc.filename)[:300] if exc.filename else None,
-            hint="check the path (a pasted line, or a variable expanded twice?)",
+        if exc.errno == errno.ENAMETOOLONG:
+            # a path the user gave that no system call can look up, wherever it is first met
+            err = ConfigError(
+                "a path is too long for this system (a name in it over 255 bytes, or the "
+                "whole over 4,096)",
+                where=str(exc.filename)[:300] if exc.filename else None,
+                hint="check the path (a pasted line, or a variable expanded twice?)",
+            )
+            report_error(err.message, where=err.where, hint=err.hint, as_json=json_mode())
+            raise typer.Exit(1) from None
+        if exc.errno not in _PATH_ERRNOS or exc.filename is None:
+            raise  # not about a path the user named: a bug, with its traceback
+        report_error(
+            exc.strerror or str(exc),
+            where=printable(str(exc.filename)),
+            hint=_PATH_ERRNOS[exc.errno],
+            as_json=json_mode(),
         )
-        report_error(err.message, where=err.where, hint=err.hint, as_json=json_mode())
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         if json_mode():

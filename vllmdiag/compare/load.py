@@ -10,6 +10,7 @@ from pathlib import Path
 from vllmdiag.compare.columns import build, layout
 from vllmdiag.compare.grids import RawTable, delimited_tables, markdown_tables
 from vllmdiag.compare.model import ResultTable
+from vllmdiag.config.source import read_text
 from vllmdiag.errors import VllmdiagError
 
 FORMATS = (".md", ".markdown", ".tsv", ".tab", ".csv", ".txt")
@@ -37,22 +38,21 @@ def _format(path: Path, text: str) -> str:
     )
 
 
+#: A results table is kilobytes; a study's biggest is well under a megabyte.
+MAX_TABLE_BYTES = 64 * 1024 * 1024
+
+
 def raw_tables(path: Path) -> list[RawTable]:
     """Every table in the file at ``path``."""
     if path.is_dir():
         return _study_dir(path)
-    if not path.is_file():
+    if not path.exists():
         raise VllmdiagError(
             "no such file", where=str(path), hint="give a results table (.md, .tsv or .csv)"
         )
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise VllmdiagError(
-            f"not UTF-8 text (byte {exc.start})",
-            where=str(path),
-            hint="save the table as UTF-8 text (.md, .tsv or .csv)",
-        ) from None
+    # Bounded: a FIFO, a device or a file far larger than any table is refused, and an
+    # unreadable one is a one-line error (read_text names the file and the problem).
+    text = read_text(path, what="results table", limit=MAX_TABLE_BYTES).removeprefix("\ufeff")
     fmt = _format(path, text)
     if fmt == "md":
         return markdown_tables(str(path), text)

@@ -21,6 +21,7 @@ noise never counts as having moved there.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from vllmdiag.compare.columns import leg_aliases
@@ -46,6 +47,12 @@ class Settings:
     agree: float = 0.05
 
     def check(self) -> None:
+        for name, value in (("factor", self.factor), ("noise", self.noise), ("agree", self.agree)):
+            if not math.isfinite(value):  # nan passes every comparison; inf judges nothing
+                raise VllmdiagError(
+                    f"--{name} {value} is not a finite number",
+                    hint="e.g. --factor 1.25 --noise 0.05 --agree 0.05 (the defaults)",
+                )
         if not self.factor > 1:
             raise VllmdiagError(
                 f"--factor {self.factor} must be above 1", hint="the default is 1.25"

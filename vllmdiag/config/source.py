@@ -116,7 +116,7 @@ def read_text(file: Path, *, what: str = "file", limit: int = MAX_BYTES) -> str:
             raise ConfigError(
                 f"the {what} is {kind}, not a regular file",
                 where=str(file),
-                hint=f"give the path of a {what} (YAML text)",
+                hint=f"give the path of a {what}: a regular file of text",
             )
         chunks: list[bytes] = []
         size = 0
@@ -135,7 +135,7 @@ def read_text(file: Path, *, what: str = "file", limit: int = MAX_BYTES) -> str:
         raise ConfigError(
             f"the {what} is larger than {limit // (1024 * 1024)} MiB",
             where=str(file),
-            hint=f"a {what} is a few kilobytes of YAML: is this the right file?",
+            hint=f"a {what} is a few kilobytes of text: is this the right file?",
         )
     return decode(raw, file, what=what)
 

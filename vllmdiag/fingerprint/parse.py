@@ -4,6 +4,7 @@ line; the first value a log states wins (every worker repeats the same lines).""
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -233,6 +234,12 @@ def fingerprint_file(path: Path) -> Fingerprint:
             f"cannot read the log: {exc.strerror or exc}",
             where=str(path),
             hint="give the path of a captured run log",
+        ) from None
+    except zlib.error as exc:
+        raise VllmdiagError(
+            f"the log looks gzip'd but does not decompress: {exc}",
+            where=str(path),
+            hint="check the file is whole (gzip -t), or give the uncompressed log",
         ) from None
     return replace(_build(out, startup), path=str(path))
 

@@ -42,6 +42,12 @@ def fresh_dir(runs_root: Path, prefix: str) -> Path:
         except FileExistsError:
             n += 1
             path = runs_root / f"{prefix}-{stamp}-{n}"
+        except OSError as exc:  # /proc, a read-only place, a file in the way
+            raise VllmdiagError(
+                f"cannot make a run directory here: {exc.strerror or exc}",
+                where=str(runs_root),
+                hint="give --runs-root a writable directory (or --out a new one)",
+            ) from None
 
 
 def label(path: Path) -> str:

@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 
 from vllmdiag import atomic
+from vllmdiag.errors import VllmdiagError
 from vllmdiag.printable import printable
 from vllmdiag.profile import families, steptimes
 from vllmdiag.profile.diff import Diff, kernel_table
@@ -302,7 +303,18 @@ def html_page(d: Diff, path: Path) -> Path:
 
 def write(d: Diff, out: Path, frames: tuple[FrameRow, ...] = ()) -> dict[str, Path]:
     """``summary.md`` plus ``diff.png`` (or ``diff.html``) under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".vllmdiag-write-check"
+        probe.touch()  # a directory that cannot take files (/proc, read-only) is said here
+        probe.unlink()
+    except OSError as exc:
+        what = "is not a directory" if out.exists() and not out.is_dir() else "cannot be written"
+        raise VllmdiagError(
+            f"the output directory {what}: {exc.strerror or exc}",
+            where=str(out),
+            hint="give --out a new or writable directory (or --runs-root a writable place)",
+        ) from None
     pic = png(d, out / "diff.png") or html_page(d, out / "diff.html")
     md = out / "summary.md"
     atomic.write_text(md, printable(markdown(d, frames, pic.name)))

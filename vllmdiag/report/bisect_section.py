@@ -14,9 +14,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from vllmdiag import codec
+from vllmdiag.atomic import MAX_JSON_BYTES
 from vllmdiag.bisect.commit_info import CommitInfo
 from vllmdiag.bisect.commit_results import CommitBisectResult
 from vllmdiag.bisect.results import BisectResult
+from vllmdiag.config.source import read_text
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.report import md
 
@@ -26,20 +28,20 @@ _HINT = "save it with: vllmdiag bisect ... --json > bisect.json (or give its jou
 
 def load_bisect(path: Path) -> BisectEvidence:
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise VllmdiagError(
-            f"cannot read the bisect result: {exc.strerror}", where=where, hint=_HINT
-        ) from None
+    # Bounded: a FIFO, a device or a huge file is refused before a byte is parsed.
+    text = read_text(path, what="bisect result", limit=MAX_JSON_BYTES)
     data: Any = None
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise VllmdiagError(
+            "not a bisect result: JSON nested too deep", where=where, hint=_HINT
+        ) from None
     except ValueError:
         for n, line in enumerate(text.splitlines(), 1):  # a journal: its result line
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(record, Mapping) and "result" in record:
                 data, where = record["result"], f"{path}:{n}"

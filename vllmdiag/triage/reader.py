@@ -16,8 +16,10 @@ its magic bytes and decompressed on the fly.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -141,8 +143,15 @@ def scan(
         raise ValueError("scan needs literals or a regex to look for")
     state = _State(feed, busy, markers, anywhere)
     if isinstance(source, Path):
-        with open(source, "rb") as fh:
-            return _run(state, fh, os.fstat(fh.fileno()).st_size)
+        # Non-blocking open: a FIFO in a log's place (in a run directory too) is refused
+        # here instead of waiting forever for a writer; a device is never read endlessly.
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file (a FIFO, a device?)", str(source))
+            os.set_blocking(fd, True)
+            return _run(state, fh, st.st_size)
     return _run(state, source, None)
 
 
