@@ -38,7 +38,7 @@ def diff(*args: str) -> Any:
         ("FILE", "the output directory is an existing file"),
         ("/dev/null", "the output directory is a device"),
         ("/proc/vllmdiag-x", "cannot make the output directory"),
-        ("/proc", "cannot write the diff"),
+        ("/proc", "the output directory cannot be written"),
         ("/sys/vllmdiag-x", "cannot make the output directory"),
     ],
 )
