@@ -237,3 +237,15 @@ def test_a_damaged_gzip_raises_what_the_reader_catches() -> None:
         gzip.decompress(SDPA.read_bytes()[:1000])
     with pytest.raises(zlib.error):
         zlib.decompress(b"x\x9c\xff\xff\xff")
+
+
+def test_a_run_directory_of_the_same_second_gets_the_next_suffix(tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from vllmdiag.profile.job import fresh_dir
+
+    now = datetime.now(timezone.utc)
+    for t in (now, now + timedelta(seconds=1)):  # whichever second fresh_dir sees
+        (tmp_path / f"profile-diff-{t.strftime('%Y%m%dT%H%M%SZ')}").mkdir()
+    made = fresh_dir(tmp_path, "profile-diff")
+    assert made.is_dir() and made.name.endswith("-2")

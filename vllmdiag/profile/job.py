@@ -36,10 +36,9 @@ def fresh_dir(runs_root: Path, prefix: str) -> Path:
     ensure_dir(runs_root, flag="--runs-root")
     while True:
         try:
-            with writes(runs_root, "make a run directory", flag="--runs-root"):
-                path.mkdir()
+            path.mkdir()
             return path
-        except FileExistsError:
+        except FileExistsError:  # another diff in the same second: the next suffix
             n += 1
             path = runs_root / f"{prefix}-{stamp}-{n}"
         except OSError as exc:  # /proc, a read-only place, a file in the way
