@@ -28,7 +28,8 @@ _DYNAMIC_CALLS = {"globals", "vars", "exec", "eval"}
 # Some CPython releases (3.11.7 among them; CPython gh-106905) keep the AST converter's
 # recursion depth in state their threads share: two ast.parse calls at once can fail with
 # "AST constructor recursion depth mismatch" (a SystemError, seen here in a window run).
-# Wheels are read in threads, so parses take turns.
+# Wheels are read in threads, so parses take turns; a parse outside vllmdiag (Python's
+# traceback module parses source lines for its carets) can still cross one: it is retried.
 _PARSE = threading.Lock()
 _NON_SUPPRESSING = {"catch_warnings"}
 # Text that a dynamic binding cannot do without (a superset: a match only means "look").
@@ -44,8 +45,17 @@ class Reading:
 
 
 def _parse(source: str) -> ast.Module:
-    with _PARSE:
-        return ast.parse(source)
+    for attempt in range(_PARSE_TRIES):
+        try:
+            with _PARSE:
+                return ast.parse(source)
+        except SystemError as exc:  # another thread's parse (a traceback's carets) crossed
+            if "recursion depth mismatch" not in str(exc) or attempt == _PARSE_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+_PARSE_TRIES = 5
 
 
 def module_binds(source: str, attr: str, *, filename: str = "<module>") -> Reading:
