@@ -14,8 +14,6 @@ import textwrap
 from pathlib import Path
 
 from vllmdiag import MatrixOptions, run_matrix
-from vllmdiag.config import load_recipe
-from vllmdiag.fingerprint import parse_lines
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import WorkloadConfig
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape, shape_problem
@@ -23,6 +21,8 @@ from vllmdiag.plan import bench_command as bench
 from vllmdiag.plan import plan
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.plan.bench_check import recipe_warnings
+from vllmdiag.readers.fingerprint import parse_lines
+from vllmdiag.services.config import load_recipe
 
 REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "tests/fixtures/vllm026/shape/cells"
@@ -268,8 +268,8 @@ def test_a_study_warns_at_load_and_in_its_dry_run(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from vllmdiag.cli.app import app
-    from vllmdiag.study import load_study
-    from vllmdiag.study.dry_run import bench_warnings
+    from vllmdiag.jobs.study import load_study
+    from vllmdiag.jobs.study.study_plan import bench_warnings
 
     path = tmp_path / "study.yaml"
     path.write_text(textwrap.dedent(f"""\

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from vllmdiag import MatrixOptions, run_matrix
-from vllmdiag.config import load_recipe
-from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
-from vllmdiag.envs.cache import MARKER
 from vllmdiag.errors import EnvError
 from vllmdiag.model.outcome import Outcome
+from vllmdiag.services.config import load_recipe
+from vllmdiag.services.envs import EnvCache, EnvEvent, LegSpec
+from vllmdiag.services.envs.cache import MARKER
 
 pytestmark = pytest.mark.network
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.journal import load_result
 from vllmdiag.model.outcome import Outcome
+from vllmdiag.spine.journal import load_result
 
 REAL = Path(__file__).parent / "fixtures" / "vllm026"
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from vllmdiag.cli.output import plain
-from vllmdiag.runner import Executor, open_executor
+from vllmdiag.spine.runner import Executor, open_executor
 
 
 class ExecutorKind(str, Enum):

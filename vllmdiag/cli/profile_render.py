@@ -11,17 +11,17 @@ from rich.table import Table
 from rich.text import Text
 
 from vllmdiag.cli.live import LiveView
-from vllmdiag.profile.events import (
+from vllmdiag.jobs.profile.diff.report import CpuDiff, DiffReport, GpuDiff
+from vllmdiag.jobs.profile.diff.steptimes import Spread
+from vllmdiag.jobs.profile.events import (
     CaptureFallback,
     CaptureFinished,
     CaptureStarted,
     ProfileEvent,
     ProfileStarted,
 )
-from vllmdiag.profile.pyspy import FrameRow
-from vllmdiag.profile.report import CpuDiff, DiffReport, GpuDiff
-from vllmdiag.profile.steptimes import Spread
-from vllmdiag.runner.events import RunStarted
+from vllmdiag.readers.traces.pyspy import FrameRow
+from vllmdiag.spine.runner.events import RunStarted
 
 
 def _t(text: str, n: int = 70) -> Text:

@@ -13,7 +13,7 @@ from vllmdiag.plan.cells import (
     recipe_legs,
     reuse_key,
 )
-from vllmdiag.plan.dry_run import MatrixPlan, PlannedCell, PlannedLeg, plan
+from vllmdiag.plan.planned import MatrixPlan, PlannedCell, PlannedLeg, plan
 
 __all__ = [
     "CellPlan",

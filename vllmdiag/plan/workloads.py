@@ -24,7 +24,7 @@ from vllmdiag.model.recipe import PLACEHOLDERS, Builtin, MetricSpec, WorkloadCon
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.plan.bench_command import CURRENT, PLAIN_LENGTHS, BenchDialect
-from vllmdiag.triage.regexguard import RegexTimeout, time_limit
+from vllmdiag.services.regexguard import RegexTimeout, time_limit
 
 __all__ = ["CURRENT", "PLACEHOLDERS", "PLAIN_LENGTHS", "BenchDialect"]
 
