@@ -49,7 +49,7 @@ CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from vllmdiag.jobs.profile.diff import captures as job
+from vllmdiag.jobs.profile import diff_command as job
 start = time.monotonic()
 job.diff_inputs(Path({a!r}), Path({b!r}), out=Path({out!r}), top=15, runs_root=Path({out!r}))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

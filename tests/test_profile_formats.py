@@ -229,7 +229,7 @@ def test_fields_probe_output() -> None:
 
 def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
     from vllmdiag.jobs.profile.capture import Backend, CaptureResult
-    from vllmdiag.jobs.profile.diff.captures import window_warnings
+    from vllmdiag.jobs.profile.outcome import window_warnings
 
     _, _, new_why = vllm_flags.profiler_switch(NEW_HELP, tmp_path, FIELDS_026)
     _, _, old_why = vllm_flags.profiler_switch(OLD_HELP, tmp_path)

@@ -242,7 +242,7 @@ def test_a_damaged_gzip_raises_what_the_reader_catches() -> None:
 def test_a_run_directory_of_the_same_second_gets_the_next_suffix(tmp_path: Path) -> None:
     from datetime import datetime, timedelta, timezone
 
-    from vllmdiag.jobs.profile.diff.captures import fresh_dir
+    from vllmdiag.jobs.profile.diff_command import fresh_dir
 
     now = datetime.now(timezone.utc)
     for t in (now, now + timedelta(seconds=1)):  # whichever second fresh_dir sees

@@ -10,8 +10,8 @@ import pytest
 
 from vllmdiag import codec
 from vllmdiag.errors import ConfigError, VllmdiagError
+from vllmdiag.jobs.profile import diff_command as job
 from vllmdiag.jobs.profile.capture import GPU_BACKENDS, Backend, CaptureResult
-from vllmdiag.jobs.profile.diff import captures as job
 from vllmdiag.jobs.profile.diff.report import CpuDiff, GpuDiff
 from vllmdiag.jobs.profile.events import (
     CaptureFallback,

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.jobs.matrix import MatrixOptions, MatrixReport, run_matrix
+from vllmdiag.jobs.matrix import plan_matrix as plan
 from vllmdiag.model.outcome import CellResult
-from vllmdiag.plan import plan
 from vllmdiag.services.config import load_recipe
 from vllmdiag.spine.journal import load_result, record_name
 from vllmdiag.spine.runner.events import CellFinished, CellTick

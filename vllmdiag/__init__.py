@@ -34,8 +34,8 @@ _EXPORTS = {
     "Effect": "vllmdiag.model.verdict",
     "Fingerprint": "vllmdiag.model.fingerprint",
     "CellPlan": "vllmdiag.plan",
-    "MatrixPlan": "vllmdiag.plan",
-    "plan_matrix": "vllmdiag.plan:plan",
+    "MatrixPlan": "vllmdiag.jobs.matrix",
+    "plan_matrix": "vllmdiag.jobs.matrix",
     "expand": "vllmdiag.plan",
     "find_cell": "vllmdiag.plan",
     "recipe_legs": "vllmdiag.plan",
@@ -131,7 +131,13 @@ if TYPE_CHECKING:
     from vllmdiag.errors import ConfigError, EnvError, VllmdiagError
     from vllmdiag.jobs.bisect import bisect_releases
     from vllmdiag.jobs.compare import compare as compare_tables
-    from vllmdiag.jobs.matrix import MatrixOptions, MatrixReport, run_matrix
+    from vllmdiag.jobs.matrix import (
+        MatrixOptions,
+        MatrixPlan,
+        MatrixReport,
+        plan_matrix,
+        run_matrix,
+    )
     from vllmdiag.jobs.report import Report, ReportRequest, draft_report
     from vllmdiag.jobs.study import StudyOptions, load_study, run_study
     from vllmdiag.jobs.window import find_window
@@ -140,8 +146,7 @@ if TYPE_CHECKING:
     from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
     from vllmdiag.model.recipe import Recipe
     from vllmdiag.model.verdict import Effect, Verdict
-    from vllmdiag.plan import CellPlan, MatrixPlan, expand, find_cell, recipe_legs
-    from vllmdiag.plan import plan as plan_matrix
+    from vllmdiag.plan import CellPlan, expand, find_cell, recipe_legs
     from vllmdiag.readers.fingerprint import fingerprint_diff, fingerprint_file
     from vllmdiag.readers.triage import triage_file
     from vllmdiag.services.config import load_arm_library, load_recipe

@@ -27,9 +27,8 @@ from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.cli.tables import print_cells, print_table, verdict_table
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.jobs.matrix import MatrixOptions, MatrixReport, run_matrix
+from vllmdiag.jobs.matrix import MatrixOptions, MatrixPlan, MatrixReport, plan_matrix, run_matrix
 from vllmdiag.jobs.matrix.rejudge import rejudge
-from vllmdiag.plan import MatrixPlan, plan
 from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.services.config import load_recipe, numbers
 from vllmdiag.services.proc import Interrupted
@@ -138,7 +137,7 @@ def matrix(
         if not dry_run:
             warn_lines(console, recipe_warnings(rec))
         if dry_run:
-            p = plan(rec, run_dir=resume or out)
+            p = plan_matrix(rec, run_dir=resume or out)
             if as_json:
                 emit_json(codec.dump(p))
                 return

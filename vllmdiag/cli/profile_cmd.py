@@ -23,10 +23,7 @@ from vllmdiag.cli.forms import FormGroup, ResumeDirForm
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.jobs.profile.capture import CaptureSettings, backend
-from vllmdiag.jobs.profile.capture_executor import Workload
-from vllmdiag.jobs.profile.diff import captures as job
-from vllmdiag.jobs.profile.results import ProfileOutcome
+from vllmdiag.jobs.profile import CaptureSettings, ProfileOutcome, Workload, backend, diff_inputs
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.services.proc import Interrupted
 
@@ -142,7 +139,7 @@ def diff_cmd(
     """Where the GPU time went between two captures of the same workload."""
     console = human(as_json)
     with user_errors():
-        res = job.diff_inputs(a, b, out=out, top=top, runs_root=runs_root)
+        res = diff_inputs(a, b, out=out, top=top, runs_root=runs_root)
         show.result(console, res)
         if as_json:
             emit_json(codec.dump(res))
@@ -210,7 +207,7 @@ def capture_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Capture a script or a vLLM command on existing environments, then diff them."""
-    from vllmdiag.jobs.profile.run import capture_legs, targets_from_paths
+    from vllmdiag.jobs.profile import capture_legs, targets_from_paths
 
     with user_errors():
         if (script is None) == (command is None):

@@ -11,16 +11,18 @@ from rich.table import Table
 from rich.text import Text
 
 from vllmdiag.cli.live import LiveView
-from vllmdiag.jobs.profile.diff.report import CpuDiff, DiffReport, GpuDiff
-from vllmdiag.jobs.profile.diff.steptimes import Spread
-from vllmdiag.jobs.profile.events import (
+from vllmdiag.jobs.profile import (
     CaptureFallback,
     CaptureFinished,
     CaptureStarted,
+    CpuDiff,
+    DiffReport,
+    FrameRow,
+    GpuDiff,
     ProfileEvent,
     ProfileStarted,
+    Spread,
 )
-from vllmdiag.readers.traces.pyspy import FrameRow
 from vllmdiag.spine.runner.events import RunStarted
 
 

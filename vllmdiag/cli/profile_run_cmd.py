@@ -25,13 +25,13 @@ from vllmdiag.cli.profile_cmd import (
 )
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.jobs.profile.capture import CaptureSettings, backend
+from vllmdiag.jobs.profile import CaptureSettings, backend
 from vllmdiag.model.recipe import ProfileWindow
 from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.services.config import load_recipe, numbers
 
 if TYPE_CHECKING:
-    from vllmdiag.jobs.profile.recipe_run import ProfileRequest
+    from vllmdiag.jobs.profile import ProfileRequest
 
 
 def run_cmd(
@@ -81,7 +81,7 @@ def run_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Profile a recipe's workload on two sides (``vllmdiag profile RECIPE``)."""
-    from vllmdiag.jobs.profile.recipe_run import ProfileRequest, profile_recipe
+    from vllmdiag.jobs.profile import ProfileRequest, profile_recipe
 
     with user_errors():
         if resume is not None and out is not None:

@@ -23,6 +23,7 @@ from vllmdiag.jobs.compare.tables import (
     ResultTable,
     Row,
 )
+from vllmdiag.model.leg_names import leg_aliases
 
 _MODEL = {"model", "models", "model name", "model id"}
 _WORKLOAD = {"workload", "scenario", "dataset", "task", "benchmark"}
@@ -56,20 +57,6 @@ class Layout:
 def _strip_units(header: str) -> tuple[str, str]:
     m = _UNITS.match(header)
     return (m.group(1), m.group(2)) if m and m.group(1) else (header, "")
-
-
-def leg_aliases(leg: str) -> set[str]:
-    """The names a ratio header or ``--pair`` may use for a leg: ``0.26`` is also
-    ``26``; ``v0.18.0`` is also ``0.18.0``, ``0.18``, ``18.0`` and ``18``."""
-    names = {leg}
-    core = re.sub(r"^vllm\s*[-_=@ ]?\s*", "", leg, flags=re.I).lstrip("vV")
-    for version in {core, re.sub(r"(\.0)+$", "", core) if core.count(".") > 1 else core}:
-        names.add(version)
-        parts = version.split(".")
-        if len(parts) >= 2 and parts[0] == "0":
-            names.add(".".join(parts[1:]))
-            names.add(parts[1])
-    return names
 
 
 def _resolve(token: str, legs: list[str]) -> str | None:

@@ -25,9 +25,9 @@ import math
 from dataclasses import dataclass
 
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.jobs.compare.columns import leg_aliases
 from vllmdiag.jobs.compare.crosscheck import Note, cross_check, ratio_bounds
 from vllmdiag.jobs.compare.tables import Direction, Measurement, ResultTable, Row, label
+from vllmdiag.model.leg_names import leg_aliases
 
 
 @dataclass(frozen=True)

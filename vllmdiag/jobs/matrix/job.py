@@ -12,12 +12,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vllmdiag.events import Observer, ignore
+from vllmdiag.jobs.matrix.matrix_plan import plan_matrix
 from vllmdiag.jobs.matrix.summary import write_summaries
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.model.verdict import MetricInfo, Verdict, decide
-from vllmdiag.plan import arm_infos, expand, plan
+from vllmdiag.plan import arm_infos, expand
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import EnvCache
 from vllmdiag.spine.measuring import measuring
@@ -75,7 +76,7 @@ def run_matrix(
     recipe: Recipe, options: MatrixOptions, observer: Observer[CellsEvent] = ignore
 ) -> MatrixReport:
     """Run ``recipe`` to its verdict (see the module's docstring)."""
-    plan(recipe, options.cache)  # validates every command before anything runs
+    plan_matrix(recipe, options.cache)  # validates every command before anything runs
     with measuring(wait=options.wait, observer=observer, grace_s=options.grace_s) as stop:
         # Timing needs the node to itself; pass/fail cells share it on disjoint GPUs.
         run_options = replace(options.run_options(), exclusive=recipe.is_metric_matrix)

@@ -22,13 +22,13 @@ from typing import Any
 from vllmdiag.errors import RunDirError
 from vllmdiag.jobs.matrix.job import MatrixReport
 from vllmdiag.jobs.matrix.summary import write_summaries
-from vllmdiag.jobs.study.reading import env_record
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.model.verdict import MetricInfo, Verdict, decide
 from vllmdiag.plan import arm_infos, expand
 from vllmdiag.plan.cells import arm_leg
+from vllmdiag.readers.legs.env_record import env_record
 from vllmdiag.services import atomic
 from vllmdiag.spine.journal import EVENTS, RunDir
 from vllmdiag.spine.runner.on_node import skipped_result

@@ -23,10 +23,11 @@ from pathlib import Path
 from vllmdiag import probes
 from vllmdiag.errors import ProcessError, VllmdiagError
 from vllmdiag.jobs.profile import vllm_flags, vllm_probe
+from vllmdiag.readers.traces.leg import CAPTURE_RECORD
 from vllmdiag.services import atomic, proc
 
 #: Written by vllmdiag into a capture directory, never a trace.
-RECORD = "capture.json"
+RECORD = CAPTURE_RECORD
 ARGV = "argv.json"
 FAILED = "FAILED.txt"
 

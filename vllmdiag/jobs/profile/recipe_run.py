@@ -19,8 +19,8 @@ from vllmdiag.errors import ConfigError
 from vllmdiag.events import Note, Observer, ignore
 from vllmdiag.jobs.profile.capture import Backend, CaptureResult, CaptureSettings, fallback
 from vllmdiag.jobs.profile.capture_executor import CaptureExecutor, CellCapture, read_record
-from vllmdiag.jobs.profile.diff.captures import outcome_of
 from vllmdiag.jobs.profile.events import OWN_EVENTS, CaptureFallback, ProfileEvent, ProfileStarted
+from vllmdiag.jobs.profile.outcome import outcome_of
 from vllmdiag.jobs.profile.results import ProfileOutcome
 from vllmdiag.jobs.profile.sides import Side, plan_sides
 from vllmdiag.model.outcome import CellResult

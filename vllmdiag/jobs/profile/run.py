@@ -19,8 +19,8 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.jobs.profile.capture import Backend, CaptureResult, CaptureUnavailable, fallback
 from vllmdiag.jobs.profile.capture_executor import CaptureExecutor, CellCapture, Workload
-from vllmdiag.jobs.profile.diff.captures import outcome_of
 from vllmdiag.jobs.profile.events import CaptureFallback, ProfileEvent, ProfileStarted
+from vllmdiag.jobs.profile.outcome import outcome_of
 from vllmdiag.jobs.profile.results import ProfileOutcome
 from vllmdiag.services import proc
 from vllmdiag.services.envs import EnvCache, LegSpec

@@ -8,7 +8,6 @@ regenerated from the results.
     regenerate(report.study_dir)   # REPORT.md, CANONICAL.md, MANIFEST.md, tables/*.tsv
 """
 
-from vllmdiag.jobs.compare.study_side import study_table
 from vllmdiag.jobs.study.canonical import RULE, Selection, select
 from vllmdiag.jobs.study.generate import Generated, regenerate, study_tables
 from vllmdiag.jobs.study.job import (
@@ -46,6 +45,5 @@ __all__ = [
     "run_study",
     "select",
     "study_plan",
-    "study_table",
     "study_tables",
 ]

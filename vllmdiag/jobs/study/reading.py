@@ -22,8 +22,9 @@ from vllmdiag.jobs.study.recipe import StudyRecipe
 from vllmdiag.jobs.study.settings import normalise_argv
 from vllmdiag.jobs.study.studydir import Batch, BatchInfo, StudyDir
 from vllmdiag.model.outcome import CellResult, Outcome
-from vllmdiag.model.stack import DISTRIBUTIONS, EnvRecord, StackInfo
+from vllmdiag.model.stack import EnvRecord
 from vllmdiag.readers.hygiene.findings import DoctorReport
+from vllmdiag.readers.legs.env_record import env_record
 from vllmdiag.services import atomic
 from vllmdiag.spine.journal import EVENTS, RunDir
 from vllmdiag.spine.runner.readers import HygieneSummary
@@ -196,14 +197,6 @@ def _envs(path: Path, warn: Callable[[str], None]) -> dict[str, EnvRecord]:
             continue
         out[record.key] = record
     return out
-
-
-def env_record(data: Any) -> EnvRecord:
-    """A leg record; schema 1 kept the stack under distribution names."""
-    stack = data.get("stack") if isinstance(data, dict) else None
-    if isinstance(stack, dict) and set(stack) & set(DISTRIBUTIONS) - {"vllm", "torch"}:
-        data = {**data, "stack": codec.dump(StackInfo.from_probe(stack))}
-    return codec.load(EnvRecord, data)
 
 
 def _hygiene(path: Path, warn: Callable[[str], None]) -> dict[str, DoctorReport]:

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from vllmdiag.jobs.compare.columns import leg_aliases
 from vllmdiag.jobs.study.canonical import Selection
 from vllmdiag.jobs.study.measured import Choice
 from vllmdiag.jobs.study.plan import Slot
 from vllmdiag.jobs.study.recipe import StudyRecipe
+from vllmdiag.model.leg_names import leg_aliases
 from vllmdiag.model.noise import FLOOR, SpreadGroup, estimate, relative_spread
 
 

@@ -19,6 +19,8 @@ from typing import Any
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.readers.traces.timeline import KernelStat, StepStat, TraceSummary
 
+#: Written by vllmdiag into a capture directory (the capture's record), never a trace.
+CAPTURE_RECORD = "capture.json"
 TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")
 PYSPY_SUFFIXES = (".folded", ".raw", ".pyspy.txt")
 _NOT_TRACES = {

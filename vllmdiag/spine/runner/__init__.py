@@ -10,7 +10,6 @@ from vllmdiag.spine.runner.executor import (
     LocalExecutor,
     Node,
     NodeLost,
-    open_executor,
 )
 
 __all__ = [
@@ -24,6 +23,5 @@ __all__ = [
     "Node",
     "NodeLost",
     "RunOptions",
-    "open_executor",
     "run_cells",
 ]

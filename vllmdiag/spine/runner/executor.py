@@ -5,21 +5,22 @@ calls it from a thread per running cell, so cells can overlap) and to the :class
 each cell is placed on: where its legs are built and checked and what its processes see.
 :class:`LocalExecutor` runs on this machine, one :class:`LocalNode`; an executor that
 spreads cells over several machines also offers ``nodes()`` (:class:`ClusterExecutor`:
-Ray, in :mod:`vllmdiag.adapters.cluster`). An executor that offers nothing more runs on this
-machine's node, and is stopped through :func:`vllmdiag.services.proc.cancel_scope`.
+Ray, in :mod:`vllmdiag.adapters.cluster`; the CLI chooses the executor and passes it
+down). An executor that offers nothing more runs on this machine's node, and is stopped
+through :func:`vllmdiag.services.proc.cancel_scope`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from vllmdiag.errors import ConfigError, ProcessError, RunDirError
+from vllmdiag.errors import ProcessError, RunDirError
 from vllmdiag.events import Observer, ignore
 from vllmdiag.plan.command import command_words
 from vllmdiag.plan.workloads import BenchDialect
@@ -269,28 +270,3 @@ def nodes_for(executor: Executor, cache: EnvCache) -> tuple[list[Node], bool]:
         return list(executor.nodes()), True
     gpus = executor.gpus if isinstance(executor, LocalExecutor) else None
     return [LocalNode(local_gpu_ids(gpus), cache)], False
-
-
-@contextlib.contextmanager
-def open_executor(
-    kind: str = "local", *, address: str | None = None, gpus: int | None = None
-) -> Iterator[Executor]:
-    """The executor ``--executor KIND`` names, ready to run cells, and stopped after:
-    ``local`` (this machine; ``gpus`` slots) or ``ray`` (the cluster at ``address``, or a
-    local Ray instance with ``gpus`` GPUs)."""
-    if kind == "local":
-        if address:
-            raise ConfigError(
-                "--address names a Ray cluster, and this run is on this machine",
-                hint="add --executor ray, or drop --address",
-            )
-        yield LocalExecutor(gpus)
-    elif kind == "ray":
-        from vllmdiag.adapters.cluster import RayExecutor
-
-        with RayExecutor(address, gpus=gpus) as ray:
-            yield ray
-    else:
-        raise ConfigError(
-            f"no executor {kind!r}", hint="--executor local (this machine) or --executor ray"
-        )

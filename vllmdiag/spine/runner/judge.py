@@ -21,6 +21,7 @@ from vllmdiag.model.shape import WorkloadShape, shape_problem
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.plan.bench_command import CURRENT, BenchDialect
 from vllmdiag.plan.cells import CellPlan
+from vllmdiag.readers import workload_output as output
 from vllmdiag.services.envs.cache import Env
 from vllmdiag.spine.journal import RunDir
 from vllmdiag.spine.runner.executor import CellRun
@@ -49,7 +50,7 @@ class Judge:
     ) -> CellResult:
         wl = self.recipe.workloads[cell.workload]
         specs = wlmod.specs_for(wl, self.recipe.metrics)
-        metrics, missing = wlmod.extract(specs, self.run.out_dir(cell.id), log)
+        metrics, missing = output.extract(specs, self.run.out_dir(cell.id), log)
         required = {m.name for m in self.recipe.metrics_for(cell.workload)}
         reason = ""
         if done.timed_out:
@@ -79,7 +80,7 @@ class Judge:
             if problem:
                 outcome, reason = Outcome.ERROR, problem
             else:
-                seconds = wlmod.timed_region(wl, argv, self.run.out_dir(cell.id), log)
+                seconds = output.timed_region(wl, argv, self.run.out_dir(cell.id), log)
                 short = wlmod.short_region(seconds)
                 warned = (short,) if short else ()
         notes = tuple(x for x in (unreadable, root.reader_error if root else None) if x)
@@ -120,9 +121,9 @@ class Judge:
         asked = wlmod.asked_shape(wl, argv, dialect)
         if asked is None or fp is None:
             return None, fp
-        reported = fp.workload or wlmod.serve_shape(log) or WorkloadShape()
+        reported = fp.workload or output.serve_shape(log) or WorkloadShape()
         bench_json = wlmod.bench_json(wl, argv, self.run.out_dir(cell_id))
-        count = wlmod.json_number(bench_json, "num_requests")[0] if bench_json else None
+        count = output.json_number(bench_json, "num_requests")[0] if bench_json else None
         got = WorkloadShape(
             num_prompts=int(count) if count is not None else reported.num_prompts,
             prompt_tokens=reported.prompt_tokens,

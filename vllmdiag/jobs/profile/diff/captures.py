@@ -1,54 +1,26 @@
-"""The profile diffs the CLI calls, and the end of every capture run.
-
-Each returns a frozen result the CLI renders (and prints as ``--json`` through the
-codec); every file is written atomically under a directory of its own: ``<run>/diff``
-for a profile run, otherwise a new ``runs/profile-diff-<time>`` (never beside an input).
-"""
+"""Two captures diffed: GPU traces (Kineto or nsys, with the sides' py-spy output when
+both have some) or py-spy output alone. Each writes its files atomically into the
+directory it is given and returns the frozen result the CLI renders."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 from vllmdiag import codec
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.events import Note, Observer
-from vllmdiag.jobs.profile.capture import GPU_BACKENDS, RECORD, Backend, CaptureResult
 from vllmdiag.jobs.profile.diff import render
 from vllmdiag.jobs.profile.diff import time_diff as diffmod
-from vllmdiag.jobs.profile.diff.report import CpuDiff, DiffReport, GpuDiff, gpu_report
-from vllmdiag.jobs.profile.results import ProfileOutcome, ProfileRun, load_run, write_run
-from vllmdiag.model.outcome import CellResult
+from vllmdiag.jobs.profile.diff.report import CpuDiff, GpuDiff, gpu_report
 from vllmdiag.printable import printable
 from vllmdiag.readers.traces import leg as legmod
 from vllmdiag.readers.traces import pyspy
+from vllmdiag.readers.traces.leg import CAPTURE_RECORD
 from vllmdiag.services import atomic
 from vllmdiag.services.outdir import ensure_dir, writes
 
 _SUFFIXES = (".gz", ".json", ".sqlite", ".txt", ".pyspy", ".folded", ".raw", ".pt.trace")
-
-
-def fresh_dir(runs_root: Path, prefix: str) -> Path:
-    """A new directory ``runs_root/prefix-<UTC time>`` (suffixed if that exists)."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    path = runs_root / f"{prefix}-{stamp}"
-    n = 1
-    ensure_dir(runs_root, flag="--runs-root")
-    while True:
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:  # another diff in the same second: the next suffix
-            n += 1
-            path = runs_root / f"{prefix}-{stamp}-{n}"
-        except OSError as exc:  # /proc, a read-only place, a file in the way
-            raise VllmdiagError(
-                f"cannot make a run directory here: {exc.strerror or exc}",
-                where=str(runs_root),
-                hint="give --runs-root a writable directory (or --out a new one)",
-            ) from None
 
 
 def label(path: Path) -> str:
@@ -79,7 +51,7 @@ def _pyspy_near(path: Path) -> list[Path]:
     if path.is_dir():
         return pyspy.find(path) or pyspy.find(path.parent / "pyspy")
     base = path.parent
-    if (base / "meta.json").is_file() or (base / RECORD).is_file():
+    if (base / "meta.json").is_file() or (base / CAPTURE_RECORD).is_file():
         return pyspy.find(base) or pyspy.find(base.parent / "pyspy")
     stem = _trace_stem(path.name)
     return sorted(
@@ -155,92 +127,3 @@ def diff_pyspy(a: Path, b: Path, name_a: str, name_b: str, top: int, out: Path) 
         atomic.write_json(out / "pyspy.json", codec.dump(frames))
     files = {"summary": out / "summary.md", "json": out / "pyspy.json"}
     return CpuDiff((name_a, name_b), frames, files)
-
-
-def diff_run(run: ProfileRun, top: int, out: Path | None = None) -> DiffReport | None:
-    """The first two sides of a run with a GPU capture, else with py-spy output; None
-    when fewer than two sides have either."""
-    dest = out or run.out / "diff"
-    gpu = run.sides(GPU_BACKENDS)
-    if len(gpu) >= 2:
-        (na, pa), (nb, pb) = gpu[:2]
-        spy = [run.capture(n, (Backend.PYSPY,)) for n in (na, nb)]
-        both = (pyspy.find(spy[0].out), pyspy.find(spy[1].out)) if spy[0] and spy[1] else None
-        return diff_gpu(pa, pb, na, nb, top, dest, both)
-    cpu = run.sides((Backend.PYSPY,))
-    if len(cpu) >= 2:
-        (na, pa), (nb, pb) = cpu[:2]
-        return diff_pyspy(pa, pb, na, nb, top, dest)
-    return None
-
-
-def diff_inputs(
-    a: Path, b: Path | None, *, out: Path | None, top: int, runs_root: Path
-) -> DiffReport:
-    """``vllmdiag profile diff``: a profile run directory, or two captures (run or
-    capture directories, Kineto or nsys traces, py-spy outputs)."""
-    if b is None:
-        run = load_run(a)
-        if run is None:
-            raise VllmdiagError(
-                "one argument must be a profile run directory (with profile.json)",
-                where=str(a),
-                hint="give two captures: vllmdiag profile diff A B",
-            )
-        result = diff_run(run, top, ensure_dir(out) if out is not None else None)
-        if result is None:
-            raise VllmdiagError("the run has fewer than two sides with a capture to compare",
-                                where=str(a), hint="see its run.jsonl for why")  # fmt: skip
-        return result
-    for path in (a, b):
-        if path.is_dir() and (path / "profile.json").is_file():
-            raise VllmdiagError(
-                "this is a whole profile run (all its sides), not one capture",
-                where=str(path),
-                hint=f"diff its sides with: vllmdiag profile diff {path}; or name one "
-                f"side's capture directory inside it",
-            )
-    for path in (a, b):
-        legmod.trace_files(path)  # a missing path: its error comes before any output
-    dest = ensure_dir(out) if out is not None else fresh_dir(runs_root, "profile-diff")
-    if is_pyspy(a) and is_pyspy(b):
-        return diff_pyspy(a, b, label(a), label(b), top, dest)
-    return diff_gpu(a, b, label(a), label(b), top, dest)
-
-
-def window_warnings(captures: Sequence[CaptureResult]) -> tuple[str, ...]:
-    """vLLM sides whose profiler could not be given the same captured window."""
-    how = {c.leg: c.notes for c in captures if c.backend is Backend.TORCH and c.ok and c.notes}
-    if len(set(how.values())) > 1:
-        detail = "; ".join(f"{side}: {' '.join(n)}" for side, n in how.items())
-        return (f"the sides' profilers were switched on differently ({detail}): the captured "
-                "windows may differ, compare per-step figures",)  # fmt: skip
-    return ()
-
-
-def outcome_of(
-    run_dir: Path,
-    captures: Sequence[CaptureResult],
-    top: int,
-    emit: Observer[Note],
-    *,
-    cells: Sequence[CellResult] = (),
-    interrupted: bool = False,
-    stopped_by: str | None = None,
-) -> ProfileOutcome:
-    """The end of a capture run: its warnings said, ``profile.json`` written, and (unless
-    it was stopped) its first two sides diffed."""
-    warnings = window_warnings(captures)
-    for w in warnings:
-        emit(Note("warning", w))
-    run = ProfileRun(run_dir, tuple(captures), warnings)
-    write_run(run)
-    result = None if interrupted else diff_run(run, top)
-    return ProfileOutcome(
-        run,
-        diff=result if isinstance(result, GpuDiff) else None,
-        pyspy=result if isinstance(result, CpuDiff) else None,
-        cells=tuple(cells),
-        interrupted=interrupted,
-        stopped_by=stopped_by,
-    )
