@@ -22,7 +22,7 @@ from vllmdiag import atomic, codec, probes, proc, redact
 from vllmdiag.envs.gpu import gpu_info
 from vllmdiag.envs.spec import LegSpec
 from vllmdiag.envs.uvtool import append_log, index_environ, resolver_message, uv, uv_run
-from vllmdiag.envs.verify import Damage, damage, freeze_versions, inspect, pin_problems, read_marker
+from vllmdiag.envs.verify import Damage, freeze_versions, inspect, pin_problems, read_marker
 from vllmdiag.errors import EnvError, PinNotHeld, ProcessError
 from vllmdiag.events import Observer, ignore
 from vllmdiag.locks import file_lock
@@ -272,7 +272,11 @@ class EnvCache:
             )
         env = self._describe(spec, _existing_prefix(spec.existing), python, reused=True)
         check_pins(env)
-        broken = damage(python, spec.requirements, self.verified_for(spec))
+        # An environment vllmdiag did not build is the user's (or a machine image's, which
+        # may patch a file such as certifi's CA bundle): a missing file makes it unusable, a
+        # file whose content differs from its RECORD does not.
+        found = inspect(python, spec.requirements, self.verified_for(spec))
+        broken = "" if found.altered_only else found.text
         if broken:
             raise EnvError(
                 f"the environment is damaged: {broken}",
