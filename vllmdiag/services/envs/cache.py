@@ -28,7 +28,6 @@ from vllmdiag.services.envs.spec import LegSpec
 from vllmdiag.services.envs.uvtool import append_log, index_environ, resolver_message, uv, uv_run
 from vllmdiag.services.envs.verify import (
     Damage,
-    damage,
     freeze_versions,
     inspect,
     pin_problems,
@@ -280,7 +279,11 @@ class EnvCache:
             )
         env = self._describe(spec, _existing_prefix(spec.existing), python, reused=True)
         check_pins(env)
-        broken = damage(python, spec.requirements, self.verified_for(spec))
+        # An environment vllmdiag did not build is the user's (or a machine image's, which
+        # may patch a file such as certifi's CA bundle): a missing file makes it unusable, a
+        # file whose content differs from its RECORD does not.
+        found = inspect(python, spec.requirements, self.verified_for(spec))
+        broken = "" if found.altered_only else found.text
         if broken:
             raise EnvError(
                 f"the environment is damaged: {broken}",

@@ -73,6 +73,7 @@ class Damage:
 
     text: str = ""
     dists: tuple[str, ...] = ()
+    altered_only: bool = False  # every problem is a file whose content differs from RECORD
 
 
 def inspect(python: Path, requirements: Iterable[str], verified: Path | None = None) -> Damage:
@@ -94,17 +95,20 @@ def inspect(python: Path, requirements: Iterable[str], verified: Path | None = N
     except ValueError:
         return Damage(f"the install check printed no JSON ({done.stdout[-300:]!r})")
     problems = [f"{name} is not installed" for name in report.get("missing", [])]
+    altered_only = not problems
     dists = []
     for name, info in sorted(report.get("damaged", {}).items()):
         examples = ", ".join(info.get("examples", []))
         parts = []
         if info.get("missing_files"):
+            altered_only = False
             parts.append(f"lacks {info['missing_files']} file(s)")
         if info.get("changed_files"):
             parts.append(f"has {info['changed_files']} file(s) whose content is not its RECORD's")
+        altered_only = altered_only and bool(info.get("changed_files"))
         problems.append(f"{name} {' and '.join(parts) or 'is damaged'} (e.g. {examples})")
         dists.append(str(info.get("dist") or name))
-    return Damage("; ".join(problems), tuple(dists))
+    return Damage("; ".join(problems), tuple(dists), altered_only=bool(problems) and altered_only)
 
 
 def damage(python: Path, requirements: Iterable[str], verified: Path | None = None) -> str:
