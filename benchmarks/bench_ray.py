@@ -42,11 +42,13 @@ def _recipe(tmp: Path, name: str, cells: int, command: str, *, metric: bool) -> 
 
 
 def _run(recipe: Path, out: Path, executor: Any) -> dict[str, float]:
-    from vllmdiag import MatrixOptions, run_matrix
+    from vllmdiag import MatrixOptions, RunOptions, run_matrix
     from vllmdiag.services.config import load_recipe
 
     start = time.perf_counter()
-    report = run_matrix(load_recipe(recipe), MatrixOptions(out=out, executor=executor))
+    report = run_matrix(
+        load_recipe(recipe), MatrixOptions(out=out, run=RunOptions(executor=executor))
+    )
     wall = time.perf_counter() - start
     assert {c.outcome.value for c in report.cells} == {"pass"}, report.cells
     events = [json.loads(x) for x in (out / "run.jsonl").read_text().splitlines()]

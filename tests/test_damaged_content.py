@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag import MatrixOptions, probes, run_matrix
+from vllmdiag import MatrixOptions, RunOptions, probes, run_matrix
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.services import proc
 from vllmdiag.services.config import load_recipe
@@ -92,11 +92,11 @@ def test_a_damaged_leg_is_never_a_fail(tmp_path: Path) -> None:
     )
     recipe = load_recipe(path)
     cache = EnvCache(tmp_path / "cache")
-    first = run_matrix(recipe, MatrixOptions(out=tmp_path / "a", cache=cache))
+    first = run_matrix(recipe, MatrixOptions(out=tmp_path / "a", run=RunOptions(cache=cache)))
     assert [r.outcome for r in first.cells] == [Outcome.PASS]
     leg = next(iter(first.envs.values()))
     _version_py(Path(leg.path)).write_text("raise AttributeError('damaged')\n")
-    second = run_matrix(recipe, MatrixOptions(out=tmp_path / "b", cache=cache))
+    second = run_matrix(recipe, MatrixOptions(out=tmp_path / "b", run=RunOptions(cache=cache)))
     assert [r.outcome for r in second.cells] == [Outcome.PASS]  # rebuilt, not a fail
 
 

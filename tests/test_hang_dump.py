@@ -19,7 +19,7 @@ import pytest
 from observe import gone_within
 from typer.testing import CliRunner
 
-from vllmdiag import MatrixOptions, codec, run_matrix
+from vllmdiag import MatrixOptions, RunOptions, codec, run_matrix
 from vllmdiag.cli.app import app
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.readers.fingerprint.parse import fingerprint_file
@@ -85,7 +85,8 @@ def _recipe(tmp_path: Path, timeout: float) -> Path:
 @needs_py_spy
 def test_a_hung_cell_is_dumped_before_the_kill_and_says_where_it_hung(tmp_path: Path) -> None:
     report = run_matrix(
-        load_recipe(_recipe(tmp_path, 4)), MatrixOptions(out=tmp_path / "run", grace_s=1)
+        load_recipe(_recipe(tmp_path, 4)),
+        MatrixOptions(out=tmp_path / "run", run=RunOptions(grace_s=1)),
     )
     cell = report.cells[0]
     cell_dir = tmp_path / "run/cells/r1.baseline.hang"
@@ -155,7 +156,8 @@ def test_without_py_spy_the_cell_still_times_out_cleanly_with_a_note(tmp_path: P
     os.environ[hangdump.PY_SPY_VAR] = str(missing)
     try:
         report = run_matrix(
-            load_recipe(_recipe(tmp_path, 3)), MatrixOptions(out=tmp_path / "run", grace_s=1)
+            load_recipe(_recipe(tmp_path, 3)),
+            MatrixOptions(out=tmp_path / "run", run=RunOptions(grace_s=1)),
         )
     finally:
         del os.environ[hangdump.PY_SPY_VAR]
@@ -321,7 +323,8 @@ def test_a_cell_py_spy_may_not_attach_to_times_out_cleanly_with_the_note(
         wrapper.chmod(0o755)
         monkeypatch.setenv(hangdump.PY_SPY_VAR, str(wrapper))
         report = run_matrix(
-            load_recipe(_recipe(tmp_path, 3)), MatrixOptions(out=tmp_path / "run", grace_s=1)
+            load_recipe(_recipe(tmp_path, 3)),
+            MatrixOptions(out=tmp_path / "run", run=RunOptions(grace_s=1)),
         )
     finally:
         shutil.rmtree(place, ignore_errors=True)

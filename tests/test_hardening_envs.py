@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag import MatrixOptions, run_matrix
+from vllmdiag import MatrixOptions, RunOptions, run_matrix
 from vllmdiag.errors import EnvError
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.services.config import load_recipe
@@ -99,13 +99,15 @@ def test_a_damaged_pin_leg_does_not_turn_a_sufficient_pin_into_ruled_out(
     )
     recipe = load_recipe(path)
     cache = EnvCache(tmp_path / "cache")
-    first = run_matrix(recipe, MatrixOptions(out=tmp_path / "a", cache=cache))
+    first = run_matrix(recipe, MatrixOptions(out=tmp_path / "a", run=RunOptions(cache=cache)))
     assert {a.name: a.effect.value for a in first.verdict.arms} == {"pin-22": "sufficient"}
 
     pinned = next(e for e in first.envs.values() if e.pins == ("packaging==22.0",))
     shutil.rmtree(site_packages(Path(pinned.path)) / "packaging")
     notes: list[object] = []
-    second = run_matrix(recipe, MatrixOptions(out=tmp_path / "b", cache=cache), notes.append)
+    second = run_matrix(
+        recipe, MatrixOptions(out=tmp_path / "b", run=RunOptions(cache=cache)), notes.append
+    )
     assert {a.name: a.effect.value for a in second.verdict.arms} == {"pin-22": "sufficient"}
     assert [r.outcome for r in second.cells] == [Outcome.FAIL, Outcome.PASS]
     damaged = [n for n in notes if isinstance(n, EnvEvent) and n.kind == "damaged"]

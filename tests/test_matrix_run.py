@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from vllmdiag import MatrixOptions, run_matrix
+from vllmdiag import MatrixOptions, RunOptions, run_matrix
 from vllmdiag.cli.app import app
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.outcome import Outcome
@@ -136,7 +136,9 @@ def test_timeout_is_an_outcome_and_leaves_no_process(tmp_path: Path) -> None:
         timeout: 2
     """,
     )
-    report = run_matrix(load_recipe(path), MatrixOptions(out=tmp_path / "run", grace_s=1))
+    report = run_matrix(
+        load_recipe(path), MatrixOptions(out=tmp_path / "run", run=RunOptions(grace_s=1))
+    )
     cell = report.cells[0]
     assert cell.outcome is Outcome.TIMEOUT and "killed after 2s" in cell.reason
     kid = int((tmp_path / "run/cells/r1.baseline.hang/out/kid").read_text())

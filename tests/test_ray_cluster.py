@@ -21,7 +21,7 @@ from typing import Any
 import observe
 import pytest
 
-from vllmdiag import MatrixOptions, run_matrix
+from vllmdiag import MatrixOptions, RunOptions, run_matrix
 from vllmdiag.adapters.cluster import RayExecutor
 from vllmdiag.model.verdict import Effect
 from vllmdiag.services.config import load_recipe
@@ -90,7 +90,9 @@ def test_cpu_reproduction_gives_the_same_verdict_on_ray_as_locally(
     recipe = load_recipe(REPO / "recipes/thrmma-cpu.yaml")
     local = run_matrix(recipe, MatrixOptions(out=tmp_path / "local"))
     with RayExecutor() as executor:
-        on_ray = run_matrix(recipe, MatrixOptions(out=tmp_path / "ray", executor=executor))
+        on_ray = run_matrix(
+            recipe, MatrixOptions(out=tmp_path / "ray", run=RunOptions(executor=executor))
+        )
     effects = {a.name: a.effect for a in on_ray.verdict.arms}
     assert effects == {
         "omp-num-threads-1": Effect.RULED_OUT,
@@ -136,7 +138,8 @@ timeout: 60
     )
     with RayExecutor() as executor:
         report = run_matrix(
-            load_recipe(path), MatrixOptions(out=tmp_path / "run", executor=executor)
+            load_recipe(path),
+            MatrixOptions(out=tmp_path / "run", run=RunOptions(executor=executor)),
         )
     assert {c.outcome.value for c in report.cells} == {"pass"}
     nodes = {c.id: c.node for c in report.cells}
@@ -181,7 +184,8 @@ timeout: 60
     )
     with RayExecutor() as executor:
         report = run_matrix(
-            load_recipe(path), MatrixOptions(out=tmp_path / "run", executor=executor)
+            load_recipe(path),
+            MatrixOptions(out=tmp_path / "run", run=RunOptions(executor=executor)),
         )
     assert {c.outcome.value for c in report.cells} == {"pass"}
     nodes = {c.id: c.node for c in report.cells}
@@ -338,7 +342,8 @@ timeout: 4
     )
     with RayExecutor() as executor:
         report = run_matrix(
-            load_recipe(path), MatrixOptions(out=tmp_path / "run", executor=executor, grace_s=1)
+            load_recipe(path),
+            MatrixOptions(out=tmp_path / "run", run=RunOptions(executor=executor, grace_s=1)),
         )
     cell = report.cells[0]
     assert cell.outcome.value == "timeout" and cell.node

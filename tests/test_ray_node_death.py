@@ -81,7 +81,7 @@ def _started_on(run_dir: Path, cell: str) -> str:
 
 @pytest.mark.network
 def test_each_node_builds_its_legs_in_its_own_cache(cluster: Any, tmp_path: Path) -> None:
-    from vllmdiag import MatrixOptions, RayExecutor, load_recipe
+    from vllmdiag import MatrixOptions, RayExecutor, RunOptions, load_recipe
 
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(
@@ -105,7 +105,8 @@ def test_each_node_builds_its_legs_in_its_own_cache(cluster: Any, tmp_path: Path
 
     with RayExecutor() as executor:
         report = run_matrix(
-            load_recipe(recipe), MatrixOptions(out=tmp_path / "run", executor=executor)
+            load_recipe(recipe),
+            MatrixOptions(out=tmp_path / "run", run=RunOptions(executor=executor)),
         )
     assert {c.outcome.value for c in report.cells} == {"pass"}
     nodes = json.loads((tmp_path / "run" / "manifest.json").read_text())["nodes"]

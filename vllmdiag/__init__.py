@@ -42,6 +42,7 @@ _EXPORTS = {
     "measuring": "vllmdiag.spine.measuring",
     "run_cells": "vllmdiag.spine.runner",
     "RunOptions": "vllmdiag.spine.runner",
+    "CellsJob": "vllmdiag.spine.runner",
     "CellsReport": "vllmdiag.spine.runner",
     "Executor": "vllmdiag.spine.runner",
     "LocalExecutor": "vllmdiag.spine.runner",
@@ -70,6 +71,7 @@ __all__ = [
     "CauseSummary",
     "CellPlan",
     "CellResult",
+    "CellsJob",
     "CellsReport",
     "ConfigError",
     "Effect",
@@ -152,4 +154,11 @@ if TYPE_CHECKING:
     from vllmdiag.services.config import load_arm_library, load_recipe
     from vllmdiag.services.envs import EnvCache, LegSpec
     from vllmdiag.spine.measuring import measuring
-    from vllmdiag.spine.runner import CellsReport, Executor, LocalExecutor, RunOptions, run_cells
+    from vllmdiag.spine.runner import (
+        CellsJob,
+        CellsReport,
+        Executor,
+        LocalExecutor,
+        RunOptions,
+        run_cells,
+    )

@@ -24,13 +24,20 @@ from vllmdiag.cli.executor_opts import (
 from vllmdiag.cli.forms import ResumeDir
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
+from vllmdiag.cli.run_opts import (
+    AllowContaminatedOption,
+    GraceOption,
+    RunsRootOption,
+    WaitOption,
+    run_options,
+)
 from vllmdiag.cli.tables import print_cells, print_table, verdict_table
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.jobs.matrix import MatrixOptions, MatrixPlan, MatrixReport, plan_matrix, run_matrix
 from vllmdiag.jobs.matrix.rejudge import rejudge
 from vllmdiag.plan.bench_check import recipe_warnings
-from vllmdiag.services.config import load_recipe, numbers
+from vllmdiag.services.config import load_recipe
 from vllmdiag.services.proc import Interrupted
 from vllmdiag.spine.runner.slots import check_gpu_count
 
@@ -79,27 +86,10 @@ def matrix(
         metavar="DIR",
         help="Run directory (default RUNS_ROOT/<recipe>-<UTC>).",
     ),
-    runs_root: Path = typer.Option(
-        Path("runs"),
-        "--runs-root",
-        parser=path_value,
-        metavar="DIR",
-        help="Where a new run directory is created when --out is not given.",
-    ),
-    grace: float = typer.Option(
-        10.0,
-        "--grace",
-        metavar="SECONDS",
-        help="On timeout or Ctrl-C: seconds between TERM and KILL of a cell's processes.",
-    ),
-    allow_contaminated: bool = typer.Option(
-        False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."
-    ),
-    wait: bool = typer.Option(
-        False,
-        "--wait",
-        help="If another matrix holds this machine's lock, wait for it instead of stopping.",
-    ),
+    runs_root: Path = RunsRootOption,
+    grace: float = GraceOption,
+    allow_contaminated: bool = AllowContaminatedOption,
+    wait: bool = WaitOption,
     repeats: int | None = RepeatsOption,
     baseline_between_arms: bool = typer.Option(
         False,
@@ -129,7 +119,9 @@ def matrix(
             )
         # The options a run would refuse are refused by a dry run too: it shows what the
         # same command line would do, so it must not pass what the run cannot take.
-        grace_s = numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S)
+        run = run_options(
+            runs_root=runs_root, grace=grace, allow_contaminated=allow_contaminated, wait=wait
+        )
         check_gpu_count(gpus)
         rec = with_repeats(load_recipe(recipe), repeats)
         if baseline_between_arms:
@@ -143,16 +135,9 @@ def matrix(
                 return
             _print_plan(console, p)
             return
-        opts = MatrixOptions(
-            out=out,
-            resume=resume,
-            runs_root=runs_root,
-            grace_s=grace_s,
-            allow_contaminated=allow_contaminated,
-            wait=wait,
-        )
         with connected(console, executor, address, gpus) as ex, LiveView(console) as view:
-            report = run_matrix(rec, replace(opts, executor=ex), view)
+            opts = MatrixOptions(out=out, resume=resume, run=replace(run, executor=ex))
+            report = run_matrix(rec, opts, view)
         _print_report(console, report)
         if as_json:
             emit_json(codec.dump(report))

@@ -21,6 +21,7 @@ from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
 from vllmdiag.cli.forms import FormGroup, ResumeDirForm
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
+from vllmdiag.cli.run_opts import RunsRootOption, WaitOption
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.jobs.profile import CaptureSettings, ProfileOutcome, Workload, backend, diff_inputs
@@ -98,9 +99,6 @@ CaptureOpt = typer.Option(
     "script), nsys or py-spy; repeat for several.",
 )
 TopOpt = typer.Option(15, "--top", min=1, help="Kernel and op rows to list (largest change first).")
-RunsRootOpt = typer.Option(
-    Path("runs"), "--runs-root", parser=path_value, help="Where new run directories are made."
-)
 WarmupOpt = typer.Option(
     None,
     "--warmup",
@@ -133,7 +131,7 @@ def diff_cmd(
         "profile run, else a new directory under --runs-root).",
     ),
     top: int = TopOpt,
-    runs_root: Path = RunsRootOpt,
+    runs_root: Path = RunsRootOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Where the GPU time went between two captures of the same workload."""
@@ -169,13 +167,6 @@ def finish(outcome: ProfileOutcome, as_json: bool, again: list[str] | None = Non
         raise typer.Exit(1)
 
 
-WaitOpt = typer.Option(
-    False,
-    "--wait",
-    help="If another job holds this machine's node lock, wait for it instead of stopping.",
-)
-
-
 @profile_app.command(
     "capture", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
 )
@@ -201,9 +192,9 @@ def capture_cmd(
         parser=path_value,
         help="A new run directory (default: one under --runs-root).",
     ),
-    runs_root: Path = RunsRootOpt,
+    runs_root: Path = RunsRootOption,
     top: int = TopOpt,
-    wait: bool = WaitOpt,
+    wait: bool = WaitOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Capture a script or a vLLM command on existing environments, then diff them."""

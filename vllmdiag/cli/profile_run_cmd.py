@@ -14,21 +14,20 @@ import typer
 
 from vllmdiag.cli import profile_render as show
 from vllmdiag.cli.output import JsonOption, human, user_errors, warn_lines
-from vllmdiag.cli.profile_cmd import (
-    CaptureOpt,
-    RunsRootOpt,
-    StepsOpt,
-    TopOpt,
-    WaitOpt,
-    WarmupOpt,
-    finish,
+from vllmdiag.cli.profile_cmd import CaptureOpt, StepsOpt, TopOpt, WarmupOpt, finish
+from vllmdiag.cli.run_opts import (
+    AllowContaminatedOption,
+    GraceOption,
+    RunsRootOption,
+    WaitOption,
+    run_options,
 )
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.jobs.profile import CaptureSettings, backend
 from vllmdiag.model.recipe import ProfileWindow
 from vllmdiag.plan.bench_check import recipe_warnings
-from vllmdiag.services.config import load_recipe, numbers
+from vllmdiag.services.config import load_recipe
 
 if TYPE_CHECKING:
     from vllmdiag.jobs.profile import ProfileRequest
@@ -66,17 +65,10 @@ def run_cmd(
         metavar="DIR",
         help="Finish an interrupted profile run in its directory: finished captures are kept.",
     ),
-    runs_root: Path = RunsRootOpt,
-    grace: float = typer.Option(
-        10.0,
-        "--grace",
-        metavar="SECONDS",
-        help="On timeout or Ctrl-C: seconds between TERM and KILL of a capture's processes.",
-    ),
-    allow_contaminated: bool = typer.Option(
-        False, "--allow-contaminated", help="Capture even if a leg fails its hygiene check."
-    ),
-    wait: bool = WaitOpt,
+    runs_root: Path = RunsRootOption,
+    grace: float = GraceOption,
+    allow_contaminated: bool = AllowContaminatedOption,
+    wait: bool = WaitOption,
     top: int = TopOpt,
     as_json: bool = JsonOption,
 ) -> None:
@@ -102,10 +94,9 @@ def run_cmd(
             top=top,
             out=out,
             resume=resume,
-            runs_root=runs_root,
-            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
-            allow_contaminated=allow_contaminated,
-            wait=wait,
+            run=run_options(
+                runs_root=runs_root, grace=grace, allow_contaminated=allow_contaminated, wait=wait
+            ),
         )
         with show.ProfileView(human(as_json)) as view:
             outcome = profile_recipe(req, view)

@@ -30,6 +30,13 @@ from vllmdiag.cli.executor_opts import (
 from vllmdiag.cli.forms import FormGroup, ResumeFlagForm
 from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
+from vllmdiag.cli.run_opts import (
+    AllowContaminatedOption,
+    GraceOption,
+    RunsRootOption,
+    WaitOption,
+    run_options,
+)
 from vllmdiag.cli.tables import print_cells
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
@@ -50,7 +57,6 @@ from vllmdiag.jobs.study import (
 )
 from vllmdiag.jobs.study.render import coverage_grid, metric_grid
 from vllmdiag.jobs.study.study_plan import bench_warnings
-from vllmdiag.services.config import numbers
 from vllmdiag.services.proc import Interrupted
 
 
@@ -97,13 +103,7 @@ def run_cmd(
         metavar="DIR",
         help="The study directory (default RUNS_ROOT/<name>).",
     ),
-    runs_root: Path = typer.Option(
-        Path("runs"),
-        "--runs-root",
-        parser=path_value,
-        metavar="DIR",
-        help="Where DIR goes without --out.",
-    ),
+    runs_root: Path = RunsRootOption,
     batch: str | None = typer.Option(
         None,
         "--batch",
@@ -127,13 +127,9 @@ def run_cmd(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Show every cell, its leg and exact command; run nothing."
     ),
-    grace: float = typer.Option(
-        10.0, "--grace", metavar="SECONDS", help="Seconds between TERM and KILL of a cell."
-    ),
-    allow_contaminated: bool = typer.Option(
-        False, "--allow-contaminated", help="Run even if a leg fails its hygiene check."
-    ),
-    wait: bool = typer.Option(False, "--wait", help="Queue behind a job holding the node lock."),
+    grace: float = GraceOption,
+    allow_contaminated: bool = AllowContaminatedOption,
+    wait: bool = WaitOption,
     repeats: int | None = RepeatsOption,
     executor: ExecutorKind = ExecutorOption,
     address: str | None = AddressOption,
@@ -155,18 +151,13 @@ def run_cmd(
             _print_plan(console, p)
             return
         warn_lines(console, bench_warnings(study, filters))
-        opts = StudyOptions(
-            out=out,
-            runs_root=runs_root,
-            batch=batch,
-            resume=resume,
-            filters=filters,
-            grace_s=numbers.seconds(grace, "--grace", zero_ok=True, maximum=numbers.MAX_GRACE_S),
-            allow_contaminated=allow_contaminated,
-            wait=wait,
+        run = run_options(
+            runs_root=runs_root, grace=grace, allow_contaminated=allow_contaminated, wait=wait
         )
         with connected(console, executor, address, gpus) as ex, LiveView(console) as view:
-            report = run_study(study, replace(opts, executor=ex), _observer(console, view))
+            opts = StudyOptions(out=out, batch=batch, resume=resume, filters=filters,
+                                run=replace(run, executor=ex))  # fmt: skip
+            report = run_study(study, opts, _observer(console, view))
         _print_tables(console, report.tables)
         console.print(plain(f"report: {report.study_dir / 'REPORT.md'}"))
         if as_json:

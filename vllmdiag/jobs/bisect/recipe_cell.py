@@ -25,7 +25,7 @@ from vllmdiag.services.config import load_recipe
 from vllmdiag.services.config.recipe_load import resolve_recipe_path
 from vllmdiag.services.envs.spec import default_python
 from vllmdiag.spine.measuring import measuring
-from vllmdiag.spine.runner import RunOptions, run_cells
+from vllmdiag.spine.runner import CellsJob, RunOptions, run_cells
 
 _VERDICT = {
     Outcome.PASS: StepVerdict.GOOD,
@@ -99,9 +99,9 @@ def run_one_cell(recipe: Recipe, cell_id: str, out: Path, pin: str | None) -> Ce
     cell = planmod.find_cell(planmod.expand(recipe), cell_id)
     if pin is not None:
         cell = replace(cell, leg=cell.leg.with_pin(pin))
-    job = {"single_cell": cell.id, "pin": pin or ""}
+    job = CellsJob(out=out, record={"single_cell": cell.id, "pin": pin or ""})
     with measuring():
-        ran = run_cells(recipe, [cell], RunOptions(out=out, runs_root=out.parent, job=job))
+        ran = run_cells(recipe, [cell], RunOptions(runs_root=out.parent), job=job)
     if ran.interrupted:
         raise KeyboardInterrupt
     return ran.results[0]

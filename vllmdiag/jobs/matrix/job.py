@@ -8,7 +8,7 @@ node lock; SIGTERM and SIGHUP stop it as Ctrl-C does), the cells run through
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllmdiag.events import Observer, ignore
@@ -19,35 +19,20 @@ from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.model.verdict import MetricInfo, Verdict, decide
 from vllmdiag.plan import arm_infos, expand
-from vllmdiag.services import proc
-from vllmdiag.services.envs.cache import EnvCache
 from vllmdiag.spine.measuring import measuring
-from vllmdiag.spine.runner import CellsReport, Executor, LocalExecutor, RunOptions, run_cells
+from vllmdiag.spine.runner import CellsJob, CellsReport, RunOptions, run_cells
 from vllmdiag.spine.runner.events import CellsEvent
 from vllmdiag.spine.runner.readers import RunReaders
 
 
 @dataclass(frozen=True)
 class MatrixOptions:
+    """``out``: a new run directory (default ``RUNS_ROOT/<recipe>-<UTC>``), or
+    ``resume``: an interrupted run to finish in place; ``run``: how the cells run."""
+
     out: Path | None = None
     resume: Path | None = None
-    runs_root: Path = Path("runs")
-    grace_s: float = proc.DEFAULT_GRACE_S
-    allow_contaminated: bool = False
-    executor: Executor = field(default_factory=LocalExecutor)
-    cache: EnvCache = field(default_factory=EnvCache)
-    wait: bool = False  # queue behind another job holding the node lock
-
-    def run_options(self) -> RunOptions:
-        return RunOptions(
-            out=self.out,
-            resume=self.resume,
-            runs_root=self.runs_root,
-            grace_s=self.grace_s,
-            allow_contaminated=self.allow_contaminated,
-            executor=self.executor,
-            cache=self.cache,
-        )
+    run: RunOptions = field(default_factory=RunOptions)
 
 
 @dataclass(frozen=True)
@@ -76,11 +61,12 @@ def run_matrix(
     recipe: Recipe, options: MatrixOptions, observer: Observer[CellsEvent] = ignore
 ) -> MatrixReport:
     """Run ``recipe`` to its verdict (see the module's docstring)."""
-    plan_matrix(recipe, options.cache)  # validates every command before anything runs
-    with measuring(wait=options.wait, observer=observer, grace_s=options.grace_s) as stop:
-        # Timing needs the node to itself; pass/fail cells share it on disjoint GPUs.
-        run_options = replace(options.run_options(), exclusive=recipe.is_metric_matrix)
-        ran = run_cells(recipe, expand(recipe), run_options, observer)
+    run = options.run
+    plan_matrix(recipe, run.cache)  # validates every command before anything runs
+    # Timing needs the node to itself; pass/fail cells share it on disjoint GPUs.
+    job = CellsJob(out=options.out, resume=options.resume, exclusive=recipe.is_metric_matrix)
+    with measuring(wait=run.wait, observer=observer, grace_s=run.grace_s) as stop:
+        ran = run_cells(recipe, expand(recipe), run, observer, job=job)
         report = MatrixReport(
             recipe=recipe.name,
             question=recipe.question,

@@ -26,18 +26,18 @@ from vllmdiag.jobs.profile.sides import Side, plan_sides
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import CellPlan, command
-from vllmdiag.services import proc
-from vllmdiag.services.envs.cache import EnvCache
 from vllmdiag.spine.journal import JournalSink, RunDir
 from vllmdiag.spine.measuring import measuring
-from vllmdiag.spine.runner import RunOptions, run_cells
+from vllmdiag.spine.runner import CellsJob, RunOptions, run_cells
 from vllmdiag.spine.runner.events import CellsEvent, RunStarted
 
 
 @dataclass(frozen=True)
 class ProfileRequest:
     """A recipe's profile: which sides (``legs``, or ``arms`` on ``leg``), which
-    workload, which backends, and where and how the cells run."""
+    workload, which backends; ``out``: a new run directory (default
+    ``RUNS_ROOT/profile-<recipe>-<UTC>``), or ``resume``: an interrupted one to finish;
+    ``run``: how the cells run (its executor is the capture's own)."""
 
     recipe: Recipe
     legs: tuple[str, ...] = ()
@@ -49,11 +49,7 @@ class ProfileRequest:
     top: int = 15
     out: Path | None = None
     resume: Path | None = None
-    runs_root: Path = Path("runs")
-    grace_s: float = proc.DEFAULT_GRACE_S
-    allow_contaminated: bool = False
-    wait: bool = False  # queue behind another job holding the node lock
-    cache: EnvCache = field(default_factory=EnvCache)
+    run: RunOptions = field(default_factory=RunOptions)
 
 
 def profile_recipe(
@@ -69,8 +65,8 @@ def profile_recipe(
     job = _Profile(req, sides, observer)
     if req.resume is not None:
         job.check_resumable(req.resume)
-    with measuring(wait=req.wait, observer=job.emit) as stop:
-        ran = run_cells(req.recipe, job.cells, job.options(), job.observe)
+    with measuring(wait=req.run.wait, observer=job.emit, grace_s=req.run.grace_s) as stop:
+        ran = run_cells(req.recipe, job.cells, job.options(), job.observe, job=job.spec())
     captures = tuple(job.capture_of(r) for r in ran.results)
     return outcome_of(
         ran.run_dir,
@@ -110,12 +106,14 @@ class _Profile:
         }
 
     def options(self) -> RunOptions:
+        """The request's run options, its cells run by the capture executor."""
+        return replace(self.req.run, executor=self.executor)
+
+    def spec(self) -> CellsJob:
         r = self.req
-        return RunOptions(out=r.out, resume=r.resume, runs_root=r.runs_root,
-                          name=f"profile-{r.recipe.name}", grace_s=r.grace_s,
-                          allow_contaminated=r.allow_contaminated, executor=self.executor,
-                          cache=r.cache, job=self.job(), follow_up=self.follow_up,
-                          command="profile")  # fmt: skip
+        return CellsJob(out=r.out, resume=r.resume, name=f"profile-{r.recipe.name}",
+                        record=self.job(), follow_up=self.follow_up,
+                        command="profile")  # fmt: skip
 
     def check_resumable(self, path: Path) -> None:
         """A run resumes only with the sides, workload and capture settings it began

@@ -30,11 +30,9 @@ from vllmdiag.jobs.study.studydir import (
 )
 from vllmdiag.jobs.study.tables import StudyTables
 from vllmdiag.model.outcome import CellResult
-from vllmdiag.services import proc
-from vllmdiag.services.envs.cache import EnvCache
 from vllmdiag.spine.journal import host, utc_now
 from vllmdiag.spine.measuring import measuring
-from vllmdiag.spine.runner import Executor, LocalExecutor, RunOptions, run_cells
+from vllmdiag.spine.runner import CellsJob, RunOptions, run_cells
 from vllmdiag.spine.runner.events import CellsEvent
 
 
@@ -42,21 +40,16 @@ from vllmdiag.spine.runner.events import CellsEvent
 class StudyOptions:
     """``out``: the study directory (default ``RUNS_ROOT/<study name>``); ``batch``: the
     batch's name (default ``batch-N``), or the one to resume; ``filters``: part of the
-    study (a backfill)."""
+    study (a backfill); ``run``: how the cells run."""
 
     out: Path | None = None
-    runs_root: Path = Path("runs")
     batch: str | None = None
     resume: bool = False
     filters: splan.Filters = field(default_factory=splan.Filters)
-    grace_s: float = proc.DEFAULT_GRACE_S
-    allow_contaminated: bool = False
-    executor: Executor = field(default_factory=LocalExecutor)
-    cache: EnvCache = field(default_factory=EnvCache)
-    wait: bool = False
+    run: RunOptions = field(default_factory=RunOptions)
 
     def study_dir(self, study: StudyRecipe) -> Path:
-        return self.out if self.out is not None else self.runs_root / study.name
+        return self.out if self.out is not None else self.run.runs_root / study.name
 
 
 @dataclass(frozen=True)
@@ -149,19 +142,15 @@ def run_study(
     write(batch_dir / BATCH_FILE, info)
     observer(BatchOpened(study.name, sd.path, info.name, batch_dir, len(cells), options.resume))
     where = batch_dir.resolve()
-    run_options = RunOptions(
+    job = CellsJob(
         out=None if options.resume else where,
         resume=where if options.resume else None,
-        runs_root=sd.path,
-        grace_s=options.grace_s,
-        allow_contaminated=options.allow_contaminated,
-        executor=options.executor,
-        cache=options.cache,
-        job={"study": study.name, "batch": info.name},
+        record={"study": study.name, "batch": info.name},
     )
-    with measuring(wait=options.wait, observer=observer, grace_s=options.grace_s) as stop:
+    run = options.run
+    with measuring(wait=run.wait, observer=observer, grace_s=run.grace_s) as stop:
         try:
-            ran = run_cells(splan.as_recipe(study), splan.plans(cells), run_options, observer)
+            ran = run_cells(splan.as_recipe(study), splan.plans(cells), run, observer, job=job)
         except RunDirError as exc:  # its hint names the matrix command; say the study's
             raise RunDirError(
                 exc.message,

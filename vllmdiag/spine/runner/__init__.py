@@ -1,7 +1,7 @@
 """Running cells: legs built and checked, each cell in its own process group, judged,
 journaled, resumable. Every job that runs cells does it through :func:`run_cells`."""
 
-from vllmdiag.spine.runner.cells import CellsReport, FollowUp, RunOptions, run_cells
+from vllmdiag.spine.runner.cells import CellsReport, run_cells
 from vllmdiag.spine.runner.executor import (
     CellRun,
     CellTask,
@@ -11,10 +11,12 @@ from vllmdiag.spine.runner.executor import (
     Node,
     NodeLost,
 )
+from vllmdiag.spine.runner.options import CellsJob, FollowUp, RunOptions
 
 __all__ = [
     "CellRun",
     "CellTask",
+    "CellsJob",
     "CellsReport",
     "ClusterExecutor",
     "Executor",

@@ -18,7 +18,7 @@ import dataclasses
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import cells as planmod
 from vllmdiag.services import proc
-from vllmdiag.services.envs.cache import Env, EnvCache
+from vllmdiag.services.envs.cache import Env
 from vllmdiag.spine.journal import JournalSink, RunDir, host
 from vllmdiag.spine.measuring import is_measuring, stopped_by, strays_ended
 from vllmdiag.spine.runner.events import (
@@ -44,7 +44,7 @@ from vllmdiag.spine.runner.events import (
     RunFinished,
     RunStarted,
 )
-from vllmdiag.spine.runner.executor import CellTask, Executor, LocalExecutor, NodeLost, nodes_for
+from vllmdiag.spine.runner.executor import CellTask, NodeLost, nodes_for
 from vllmdiag.spine.runner.judge import Judge
 from vllmdiag.spine.runner.leftovers import end_leftovers, run_id_of
 from vllmdiag.spine.runner.legs import NodeLegs, legs_per_node, merged, prepare_nodes
@@ -55,36 +55,10 @@ from vllmdiag.spine.runner.on_node import (
     on_node,
     skipped_result,
 )
+from vllmdiag.spine.runner.options import CellsJob, RunOptions
 from vllmdiag.spine.runner.pool import CellPool, Finished, Job
 from vllmdiag.spine.runner.readers import HygieneSummary, RunReaders
 from vllmdiag.spine.runner.slots import NodeSlots, Placement, SlotScheduler, gpus_needed
-
-#: Cells a finished (or reused) cell asks for, run after it on legs already built (e.g. a
-#: profile capture that fell back to another profiler).
-FollowUp = Callable[[planmod.CellPlan, CellResult], Sequence[planmod.CellPlan]]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """Where and how cells run. ``name``: the run directory's prefix (default: the
-    recipe's name); ``job``: what the job adds to the journal's ``run_started``;
-    ``exclusive``: one cell per node at a time, holding all its GPUs (timing runs; a job
-    that only asks pass or fail sets it False to share nodes on disjoint GPUs);
-    ``command``: the vllmdiag command that resumes the run (for the hints a stopped run
-    prints); ``follow_up``: see :data:`FollowUp`."""
-
-    out: Path | None = None
-    resume: Path | None = None
-    runs_root: Path = Path("runs")
-    name: str | None = None
-    grace_s: float = proc.DEFAULT_GRACE_S
-    allow_contaminated: bool = False
-    executor: Executor = field(default_factory=LocalExecutor)
-    cache: EnvCache = field(default_factory=EnvCache)
-    job: dict[str, str] = field(default_factory=dict)
-    exclusive: bool = True
-    command: str = "matrix"
-    follow_up: FollowUp | None = None
 
 
 @dataclass(frozen=True)
@@ -109,39 +83,46 @@ def run_cells(
     cells: Sequence[planmod.CellPlan],
     options: RunOptions,
     observer: Observer[CellsEvent] = ignore,
+    *,
+    job: CellsJob | None = None,
 ) -> CellsReport:
-    """Build the cells' legs and run the cells; see the module's docstring."""
+    """Build the cells' legs and run the cells, as ``options`` (the user's) and ``job``
+    (what the job adds; none: a new run directory under ``options.runs_root``) say; see
+    the module's docstring."""
     if not is_measuring():
         raise VllmdiagError(
             "cells run only inside measuring() (the node lock and stop signals)",
             hint="wrap the job in 'with vllmdiag.spine.measuring.measuring():'",
         )
     RunReaders().check()
-    return _Run(recipe, options, observer).execute(list(cells))
+    return _Run(recipe, options, job or CellsJob(), observer).execute(list(cells))
 
 
 class _Run:
     scheduler: SlotScheduler  # set when the cells are placed
 
-    def __init__(self, recipe: Recipe, options: RunOptions, observer: Observer[CellsEvent]):
+    def __init__(
+        self, recipe: Recipe, options: RunOptions, job: CellsJob, observer: Observer[CellsEvent]
+    ):
         self.recipe = recipe
         self.opts = options
+        self.spec = job
 
         def warn(text: str) -> None:
             observer(Note("warning", text))
 
-        name = options.name or recipe.name
-        if options.resume is not None:
-            self.run = RunDir.resume(options.resume, recipe.name, warn, options.command)
+        name = job.name or recipe.name
+        if job.resume is not None:
+            self.run = RunDir.resume(job.resume, recipe.name, warn, job.command)
         else:
             self.run = RunDir.create(
                 name,
-                out=options.out,
+                out=job.out,
                 runs_root=options.runs_root,
                 warn=warn,
-                command=options.command,
+                command=job.command,
             )
-        self.run_id = run_id_of(self.run) if options.resume else uuid.uuid4().hex[:16]
+        self.run_id = run_id_of(self.run) if job.resume else uuid.uuid4().hex[:16]
         self.run.keep_secret_digests()
         self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
@@ -157,7 +138,7 @@ class _Run:
         self.prior: dict[str, CellResult] = {}
 
     def execute(self, cells: list[planmod.CellPlan]) -> CellsReport:
-        resumed = self.opts.resume is not None
+        resumed = self.spec.resume is not None
         self.total = len(cells)
         self.emit(
             RunStarted(
@@ -169,7 +150,7 @@ class _Run:
                 host=host(),
                 executor=self.opts.executor.name,
                 run_id=self.run_id,
-                job=dict(self.opts.job),
+                job=dict(self.spec.record),
             )
         )
         strays = strays_ended()
@@ -210,7 +191,7 @@ class _Run:
     def _run_all(self, cells: list[planmod.CellPlan], prior: dict[str, CellResult]) -> bool:
         scheduler = SlotScheduler(
             [NodeSlots(n.node.id, n.label or n.node.label, n.node.gpus) for n in self.nodes],
-            exclusive=self.opts.exclusive,
+            exclusive=self.spec.exclusive,
         )
         self.by_id = {n.node.id: n for n in self.nodes}
         self.plans = {c.id: c for c in cells}
@@ -232,11 +213,11 @@ class _Run:
         return self._follow(cell, settled) if settled is not None else []
 
     def _follow(self, cell: planmod.CellPlan, result: CellResult) -> list[Job]:
-        if self.opts.follow_up is None:
+        if self.spec.follow_up is None:
             return []
         jobs = []
         at = next(i for i, c in enumerate(self.order) if c.id == cell.id) + 1
-        for extra in self.opts.follow_up(cell, result):
+        for extra in self.spec.follow_up(cell, result):
             if extra.id in self.plans:
                 continue
             self.plans[extra.id] = extra
