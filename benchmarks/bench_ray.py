@@ -9,7 +9,7 @@
    runners) is paid once per run and reported apart.
 2. Wall time of a metric matrix of M cells that each sleep one second (node-exclusive:
    one cell per node at a time), on one Ray node against N Ray nodes of one local
-   cluster, and on the local executor (the seeds' way: strictly serial on one node).
+   cluster, and on the local executor (the B200/H200 ablation's way: strictly serial on one node).
 3. The same M cells as a pass/fail matrix on the local executor with four fake GPU
    slots (``--gpus 4``) against one slot: what GPU-slot sharing saves on one node.
 

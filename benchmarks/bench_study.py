@@ -1,17 +1,17 @@
-"""A study at the seeds' scale: what the study job adds per cell, and what regenerating
-every table from the results costs.
+"""A study at the B200/H200 ablation's scale: what the study job adds per cell, and what
+regenerating every table from the results costs.
 
     python benchmarks/bench_study.py [--models 15] [--batches 3]
 
 The study: 3 legs (``path:`` legs to this interpreter) × N models × 4 workloads (two
 throughput, two latency, each a ``python -c`` that writes its metric's JSON), one
-repeat: 180 cells per batch at the seeds' 15 models. Each batch runs the whole study
+repeat: 180 cells per batch at the B200/H200 ablation's 15 models. Each batch runs the whole study
 again (a re-measurement), so the last regeneration selects among ``batches`` runs of
 every slot.
 
 1. Overhead per cell: the cells' time in the journal (``cell_started`` to
    ``cell_finished``) against running the same commands with plain ``subprocess.run``
-   in a loop, as the seeds' driver scripts did.
+   in a loop, as the B200/H200 ablation's driver scripts did.
 2. Regeneration: ``vllmdiag.jobs.study.regenerate`` (read every batch, select the canonical
    runs, write REPORT.md, CANONICAL.md, MANIFEST.md and the TSVs) against the naive
    floor: ``json.load`` of every ``result.json`` and nothing else.
@@ -51,7 +51,7 @@ def recipe(tmp: Path, models: int) -> Path:
         workloads += f"  {name}: {{command: {command}, output_len: 128, metrics: [{metric}]}}\n"
     path = tmp / "study.yaml"
     path.write_text(
-        "name: bench\nquestion: seeds scale\n"
+        "name: bench\nquestion: ablation scale\n"
         f"legs:\n{legs}harness: {{env: {{VLLM_NO_USAGE_STATS: '1'}}}}\n"
         f"models:\n{names}workloads:\n{workloads}"
         "metrics:\n"

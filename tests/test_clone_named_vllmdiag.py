@@ -1,6 +1,6 @@
 """A checkout under git's default folder name: the README's first command in a directory
 called ``vllmdiag``. Frames of the recipe's scripts there are the workload's, not the
-tool's: the seeds' verdict holds, for ``matrix`` and for ``bisect --recipe``. Real uv
+tool's: the B200/H200 ablation's verdict holds, for ``matrix`` and for ``bisect --recipe``. Real uv
 environments from the real index."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _clone(tmp_path: Path) -> Path:
     return root / "recipes" / "thrmma-cpu.yaml"
 
 
-def test_the_cpu_reproduction_in_a_folder_named_vllmdiag_gives_the_seeds_verdict(
+def test_the_cpu_reproduction_in_a_folder_named_vllmdiag_gives_the_ablation_s_verdict(
     tmp_path: Path,
 ) -> None:
     recipe = _clone(tmp_path)

@@ -1,6 +1,7 @@
-"""``compare`` on the seeds' two published throughput tables (B200 as Markdown, H200 as
-TSV, both copied verbatim into tests/fixtures/tables) reproduces the H200 report's own
-"What transfers from B200, and what does not" list and its 0.70x / 0.71x agreement.
+"""``compare`` on the B200/H200 ablation's two published throughput tables (B200 as
+Markdown, H200 as TSV, both copied verbatim into tests/fixtures/tables) reproduces the
+H200 report's own "What transfers from B200, and what does not" list and its 0.70x /
+0.71x agreement.
 
 Both expectations are read from the H200 fixture itself (the report's tables follow
 its data tables there), so the test checks against the published text, not a copy of
@@ -121,7 +122,7 @@ def test_rows_on_one_side_and_missing_legs() -> None:
 
 
 def test_published_ratio_columns_agree_with_their_values() -> None:
-    """The seeds' tables are generated, so every printed ratio is one their rounded
+    """The B200/H200 ablation's tables are generated, so every printed ratio is one their rounded
     values can give: no cross-check note on either table, throughput or latency, though
     naive recomputation disagrees in places (H200 Jamba long-context: 117/65 = 1.80,
     printed 1.78x; latency 5.10/5.02 = 1.016, printed 1.01x)."""

@@ -1,5 +1,5 @@
 """Fingerprints from run logs: older and newer spellings of every line, and the diff that
-generates the seeds' "ruled out so far" table."""
+generates the B200/H200 ablation's "ruled out so far" table."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def test_nothing_said_is_none() -> None:
     assert fp.kv_cache_tokens is None and fp.cuda_graphs is None and fp.plugins == ()
 
 
-def test_seeds_ruled_out_table() -> None:
+def test_the_ablation_s_ruled_out_table() -> None:
     a = fingerprint_file(LOGS / "fp_018_qwen3vl235b.log")
     b = fingerprint_file(LOGS / "fp_026_qwen3vl235b.log")
     status = {d.field: d.status for d in fingerprint_diff(a, b)}

@@ -15,7 +15,8 @@ from vllmdiag.jobs.report.case import Case
 from vllmdiag.jobs.report.draft import TargetKind, Template
 from vllmdiag.jobs.report.inputs import RunEvidence
 from vllmdiag.jobs.report.redaction import Redactor, footer
-from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
+from vllmdiag.model.outcome import CellResult, Outcome
+from vllmdiag.model.root_cause import Origin, RootCause
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.services import redact
 
@@ -119,11 +120,11 @@ def test_search_terms_are_the_signatures_stable_words() -> None:
 
 
 def _case(origin: str, package: str | None, *, vllm: str | None = None) -> Case:
-    cause = CauseSummary(
+    cause = RootCause(
         type="E",
         message="m",
         signature="E: m",
-        origin=origin,
+        origin=Origin(origin),
         package=package,
         frames=("/x/site-packages/torch/nn/f.py:1 in g",),
     )

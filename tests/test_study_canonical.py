@@ -108,7 +108,7 @@ def test_a_later_failure_does_not_displace_a_run_that_passed() -> None:
 
 
 def test_a_resumed_run_measured_under_other_settings_never_counts() -> None:
-    """The seeds voided a round for this: a result measured with other flags, another
+    """The B200/H200 ablation voided a round for this: a result measured with other flags, another
     environment or another install is listed, with what differs, and not counted."""
     flags = CellSettings("0.26", "lock-a", (*ARGV, "--enforce-eager"), dict(ENV))
     env = CellSettings("0.26", "lock-a", ARGV, {**ENV, "VLLM_LOGGING_LEVEL": "DEBUG"})

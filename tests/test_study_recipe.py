@@ -1,5 +1,6 @@
-"""Study recipes: the shipped ablation loads and expands as the seeds ran it; a bad study
-recipe is one ``file:line:col`` error with a hint, from the library and from the CLI."""
+"""Study recipes: the shipped ablation loads and expands as the B200/H200 ablation ran
+it; a bad study recipe is one ``file:line:col`` error with a hint, from the library and
+from the CLI."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ metrics:
 """
 
 
-def test_the_shipped_ablation_expands_as_the_seeds_ran_it() -> None:
+def test_the_shipped_ablation_expands_as_it_was_run() -> None:
     study = load_study(ABLATION)
     assert list(study.legs) == ["0.18", "0.26", "0.29"]
     cells = splan.expand(study)

@@ -107,7 +107,7 @@ def test_batches_a_pinned_backfill_canonical_runs_and_regenerated_tables(
     snapshot = tmp_path / "before-backfill"
     shutil.copytree(out, snapshot)
 
-    # The seeds' batch 2: the model that failed, on that leg alone, with a pin.
+    # The B200/H200 ablation's batch 2: the model that failed, on that leg alone, with a pin.
     recipe(tmp_path / "recipe", beta="{model: org/beta, tp: 2, pins: {'0.26': [packaging==23.2]}}")
     second = study(
         str(path), "--out", str(out), "--model", "beta", "--leg", "0.26", "--batch", "backfill"

@@ -1,7 +1,8 @@
-"""The study's tables from the canonical selection: the seeds' B200 rows come out in the
-seeds' own shape (thousands separators, 26/18 and 18→26 ratio columns, — with a note),
-coverage per leg, and what ``REPORT.md`` and the TSVs say reads back through
-``vllmdiag compare`` to the same values."""
+"""The study's tables from the canonical selection: the B200 rows of the B200/H200
+ablation this project grew out of come out in that ablation's own shape (thousands
+separators, 26/18 and 18→26 ratio columns, — with a note), coverage per leg, and what
+``REPORT.md`` and the TSVs say reads back through ``vllmdiag compare`` to the same
+values."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ RECORDED: dict[tuple[str, str, str], float | str] = {
 }
 
 
-def seeds_tables() -> StudyTables:
+def ablation_tables() -> StudyTables:
     want = expected(STUDY, {})
     measured = []
     for (leg, model, wl), value in RECORDED.items():
@@ -95,15 +96,16 @@ def seeds_tables() -> StudyTables:
     return build(STUDY, select(measured, want, repeats=1))
 
 
-def test_the_seeds_rows_come_out_in_the_seeds_shape() -> None:
-    tables = seeds_tables()
+def test_the_ablation_s_rows_come_out_in_its_shape() -> None:
+    tables = ablation_tables()
     throughput, latency = tables.tables
     md = render.markdown(render.metric_grid(throughput, notes_text=False), code=(0,))
     spread_head = "± 0.18 | ± 0.26 | ± 0.29 | 26/18 call | 29/26 call"
     assert md[0] == (
         f"| model | tp | workload | 0.18 | 0.26 | 0.29 | 26/18 | 29/26 | {spread_head} | notes |"
     )
-    # One timed pass per value (the seeds' runs): n=1, so no ratio is called either way.
+    # One timed pass per value (the B200/H200 ablation's runs): n=1, so no ratio is called
+    # either way.
     single = "n=1 | n=1 | n=1 | not called | not called"
     assert md[2] == (
         "| `Llama-3.1-8B-Instruct` | 1 | mixed | 21,943 | 22,263 | 22,157 | 1.01x | 1.00x | "
@@ -130,7 +132,7 @@ def test_the_seeds_rows_come_out_in_the_seeds_shape() -> None:
 
 
 def test_coverage_per_leg_names_failures_with_their_root_cause() -> None:
-    cov = {r.leg: r for r in seeds_tables().coverage}
+    cov = {r.leg: r for r in ablation_tables().coverage}
     assert cov["0.18"].passing == ("Llama-3.1-8B-Instruct",)
     assert [(a.model, a.why) for a in cov["0.18"].failing] == [
         ("gemma-4-26B-A4B-it", "failed: ValidationError: model type gemma4 not recognized"),
@@ -138,12 +140,12 @@ def test_coverage_per_leg_names_failures_with_their_root_cause() -> None:
     ]
     assert len(cov["0.26"].passing) == 3 and not cov["0.26"].failing
     assert [(a.model, a.why) for a in cov["0.29"].not_run] == [("GLM-5.2-NVFP4", "not run")]
-    grid = render.coverage_grid(seeds_tables().coverage)
+    grid = render.coverage_grid(ablation_tables().coverage)
     assert grid[1][:2] == ["0.18", "1/3"] and grid[2][:3] == ["0.26", "3/3", "—"]
 
 
 def test_report_and_tsv_read_back_through_compare_to_the_same_values(tmp_path: Path) -> None:
-    tables = seeds_tables()
+    tables = ablation_tables()
     report = tmp_path / "REPORT.md"
     report.write_text(render.report(tables, [], []))
     md = load_table(report, "latency")
@@ -170,7 +172,7 @@ def test_report_and_tsv_read_back_through_compare_to_the_same_values(tmp_path: P
 
 
 def test_canonical_md_states_the_rule_and_every_choice() -> None:
-    text = render.canonical(seeds_tables())
+    text = render.canonical(ablation_tables())
     assert "## The rule" in text and "latest" in text
     assert "| `Llama-3.1-8B-Instruct` | mixed | 0.26 | batch-1 | `r1.0.26." in text
     assert "## Excluded runs (2)" in text
@@ -188,5 +190,5 @@ def test_short_leg_names_and_decimals() -> None:
 
 
 def test_tables_round_trip_through_the_codec() -> None:
-    tables = seeds_tables()
+    tables = ablation_tables()
     assert codec.load(StudyTables, codec.dump(tables)) == tables

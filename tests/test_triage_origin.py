@@ -302,8 +302,9 @@ def test_a_wrapper_that_built_the_command_line_is_blamed_far_above_the_error(
 def test_gemma4_on_026_is_transformers_tightened_access_not_missing_support(
     tmp_path: Path,
 ) -> None:
-    """The seeds' lesson: transformers 5.17 raises on a global read of a per-layer
-    attribute, and vLLM 0.26 reads ``config.head_dim`` (the error text is the seeds')."""
+    """The B200/H200 ablation's lesson: transformers 5.17 raises on a global read of a
+    per-layer attribute, and vLLM 0.26 reads ``config.head_dim`` (the error text is the
+    B200/H200 ablation's)."""
     files = {
         f"{SITE}/transformers/__init__.py": "",
         f"{SITE}/transformers/configuration_utils.py": "class AmbiguousGlobalPerLayerAttributeError"

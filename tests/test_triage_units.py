@@ -307,7 +307,7 @@ def test_catalogue_arms_exist_in_the_arm_library() -> None:
         ),
     ],
 )
-def test_catalogue_knows_the_seeds_errors(text: str, known: str) -> None:
+def test_catalogue_knows_the_ablation_s_errors(text: str, known: str) -> None:
     from vllmdiag.readers.triage import Catalogue
 
     typ, _, msg = text.partition(": ")

@@ -28,7 +28,8 @@ _EXPORTS = {
     "Recipe": "vllmdiag.model.recipe",
     "Arm": "vllmdiag.model.arms",
     "CellResult": "vllmdiag.model.outcome",
-    "CauseSummary": "vllmdiag.model.outcome",
+    "RootCause": "vllmdiag.model.root_cause",
+    "Origin": "vllmdiag.model.root_cause",
     "Outcome": "vllmdiag.model.outcome",
     "Verdict": "vllmdiag.model.verdict",
     "Effect": "vllmdiag.model.verdict",
@@ -68,7 +69,6 @@ _EXPORTS = {
 
 __all__ = [
     "Arm",
-    "CauseSummary",
     "CellPlan",
     "CellResult",
     "CellsJob",
@@ -84,11 +84,13 @@ __all__ = [
     "MatrixOptions",
     "MatrixPlan",
     "MatrixReport",
+    "Origin",
     "Outcome",
     "RayExecutor",
     "Recipe",
     "Report",
     "ReportRequest",
+    "RootCause",
     "RunOptions",
     "StudyOptions",
     "Verdict",
@@ -145,8 +147,9 @@ if TYPE_CHECKING:
     from vllmdiag.jobs.window import find_window
     from vllmdiag.model.arms import Arm
     from vllmdiag.model.fingerprint import Fingerprint
-    from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
+    from vllmdiag.model.outcome import CellResult, Outcome
     from vllmdiag.model.recipe import Recipe
+    from vllmdiag.model.root_cause import Origin, RootCause
     from vllmdiag.model.verdict import Effect, Verdict
     from vllmdiag.plan import CellPlan, expand, find_cell, recipe_legs
     from vllmdiag.readers.fingerprint import fingerprint_diff, fingerprint_file

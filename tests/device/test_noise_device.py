@@ -26,7 +26,7 @@ from tests.device.gpu import gpu_apps
 from tests.device.test_matrix_device import QUIET_SAMPLER, _keep, _write
 from vllmdiag.cli.app import app
 
-# The seeds' "mixed" shape, small enough for one tiny model: about 2M tokens, several
+# The B200/H200 ablation's "mixed" shape, small enough for one tiny model: about 2M tokens, several
 # seconds of timed generate on an H200.
 SHAPE = "input_len: 1000\n            output_len: 1000\n            num_prompts: 1000"
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
 from vllmdiag.errors import EnvError, VllmdiagError
-from vllmdiag.readers.hygiene import DoctorReport, doctor, failed_leg
+from vllmdiag.readers.hygiene import OK, SKIPPED, DoctorReport, doctor, failed_leg
 from vllmdiag.services.envs import EnvCache, EnvEvent, LegSpec
 
 _STYLE = {"contaminated": "bold red", "warning": "yellow", "ok": "green", "skipped": "dim"}
@@ -130,7 +130,7 @@ def _show(r: DoctorReport, out: Console) -> None:
     table.add_column("finding", overflow="fold")
     for f in r.findings:
         text = plain(f.message)
-        if f.hint and f.severity not in ("ok", "skipped"):
+        if f.hint and f.severity not in (OK, SKIPPED):
             text.append(f"\n→ {f.hint}", style="dim")
         table.add_row(plain(f.severity.value, _STYLE.get(f.severity, "")), plain(f.code), text)
     out.print(table)

@@ -110,14 +110,14 @@ def _findings(leg: Path | None) -> list[tuple[str, str]]:
     """The hygiene findings of ``leg`` worth naming (warnings and contaminations)."""
     if leg is None:
         return []
-    from vllmdiag.readers.hygiene import doctor
+    from vllmdiag.readers.hygiene import OK, doctor
     from vllmdiag.services.envs import EnvCache, LegSpec
 
     if probe(leg, what="environment") is None:
         raise VllmdiagError("no such environment", where=str(leg), hint="give a venv or a python")
     env = EnvCache().ensure(LegSpec(name=leg.name or str(leg), existing=leg))
     report = doctor(env, check_gpu=False)
-    return [(f.code, f.message) for f in report.findings if f.severity != "ok"]
+    return [(f.code, f.message) for f in report.findings if f.severity is not OK]
 
 
 def _print_startup(out: Console, t: StartupTimeline) -> None:

@@ -19,6 +19,7 @@ from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.hang import HangReport
+from vllmdiag.model.root_cause import Origin
 from vllmdiag.readers.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
 from vllmdiag.readers.triage.attribution import group, labelled_logs, with_outcome
 from vllmdiag.readers.triage.blame import blame_text
@@ -93,7 +94,8 @@ def triage(
         for col in ("#", "root cause", "known, whose", "members", "next step"):
             table.add_column(col, overflow="fold")
         for i, g in enumerate(attribution.groups, 1):
-            whose = g.origin + (f" ({g.package})" if g.package and g.origin != "vllm" else "")
+            named = g.package and g.origin is not Origin.VLLM
+            whose = g.origin.value + (f" ({g.package})" if named else "")
             table.add_row(
                 str(i),
                 Text(g.signature),
@@ -171,11 +173,12 @@ def _show_hang(out: Console, hang: HangReport, cell_dir: Path) -> None:
 
 
 def _show_cause(out: Console, rc: RootCause, note: str | None) -> None:
-    what = f"{rc.type}: {rc.message}" if rc.type else rc.message
+    what = f"{rc.type}: {rc.message}" if rc.type else rc.message or ""
+    first, last = rc.lines or (0, 0)
     rows = [
-        ("process", f"{rc.process}, lines {rc.lines[0]}-{rc.lines[1]}"),
+        ("process", f"{rc.process}, lines {first}-{last}"),
         ("evidence", rc.evidence),
-        ("origin", blame_text(rc.origin, rc.package, rc.why)),
+        ("origin", blame_text(rc.origin.value, rc.package, rc.why)),
         ("raised in", rc.raised_in if rc.raised_in not in (None, rc.package) else None),
         ("signature", rc.signature),
         ("known", rc.known or "- (not in the catalogue)"),

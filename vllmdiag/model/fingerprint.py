@@ -67,7 +67,8 @@ class FieldDiff:
 
 
 def fingerprint_diff(a: Fingerprint, b: Fingerprint) -> list[FieldDiff]:
-    """Field by field: the seeds' "ruled out so far" table, generated."""
+    """Field by field: the "ruled out so far" table of the B200/H200 ablation this
+    project grew out of, generated."""
     out = []
     for name in Fingerprint.field_names():
         va, vb = getattr(a, name), getattr(b, name)

@@ -195,7 +195,11 @@ def _arm_effect(
         return Effect.INERT, why
     if not_run(cells, [w for w in workloads if w in metrics]):
         return Effect.NOT_RUN, "not run: the run stopped before its cells"
-    failed = [w for w in workloads if cells[w].state in ("fail", "error", "skipped")]
+    failed = [
+        w
+        for w in workloads
+        if cells[w].state in (SquareState.FAIL, SquareState.ERROR, SquareState.SKIPPED)
+    ]
     if failed:
         states = ", ".join(f"{w} {cells[w].label}" for w in failed)
         return Effect.ERROR, f"no measurement on {states}"

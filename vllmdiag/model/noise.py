@@ -13,12 +13,12 @@ medians inside the pooled range, so their ratio lies within ``max/min`` of it. T
 the largest group is conservative: one noisy arm widens the band for every arm.
 
 A ratio of two medians is called a difference only when it lies outside
-``[1/(1+b), 1+b]``. The band ``b`` is the larger of the measured noise and
-:data:`FLOOR` (the seeds' 5 %), doubled when the smaller side of the comparison has
-only two values. A side with a single value is never called: one value against one
-value is itself one A/A pair, and one pair's difference exceeds another's half the
-time. Without any group of two or more values the noise is unknown and nothing is
-called at all.
+``[1/(1+b), 1+b]``. The band ``b`` is the larger of the measured noise and :data:`FLOOR`
+(5 %, the band of the B200/H200 ablation this project grew out of), doubled when the
+smaller side of the comparison has only two values. A side with a single value is never
+called: one value against one value is itself one A/A pair, and one pair's difference
+exceeds another's half the time. Without any group of two or more values the noise is
+unknown and nothing is called at all.
 
 How often this calls noise a difference (log-normal noise, one arm beside the
 baseline, 20,000 simulated runs; the rate falls as more groups widen the band): 6 %
@@ -32,8 +32,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: Differences smaller than this are never called, however quiet the run (the seeds'
-#: 0.95–1.05x band of "no difference detected").
+#: Differences smaller than this are never called, however quiet the run (the
+#: 0.95–1.05x band of "no difference detected" of the B200/H200 ablation this project
+#: grew out of).
 FLOOR = 0.05
 METHOD = "max/min-1 over same-settings values, largest group"
 #: What to do when a run has no evidence of spread.

@@ -7,6 +7,7 @@ from enum import Enum
 
 from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.hang import HangReport
+from vllmdiag.model.root_cause import RootCause
 
 
 class Outcome(str, Enum):
@@ -24,48 +25,6 @@ class Outcome(str, Enum):
     @property
     def is_result(self) -> bool:
         return self in (Outcome.PASS, Outcome.FAIL, Outcome.TIMEOUT)
-
-
-@dataclass(frozen=True)
-class CauseSummary:
-    """A failing cell's root cause, as triage read it from the cell's log.
-
-    ``origin`` says whose fault it is, who must act: ``vllm``, ``dependency``
-    (``package`` names it), ``caller`` (``package`` names the framework, none for a
-    script), ``config`` (the user's settings), ``environment`` (the machine), ``tool``
-    (vllmdiag's own code: the cell is an ERROR, never a verdict) or ``unknown``; ``why``
-    says why in one line; ``raised_in`` is where it was raised (a package, ``script``).
-    ``evidence``: ``traceback``, ``exception-line``, ``death-line``,
-    ``wrapper-message``, or, for a cell killed at its timeout with no exception in view,
-    ``hang-dump`` (its stacks were dumped) or ``timeout`` (they could not be). With no
-    root cause in the log, ``type`` is None and ``message`` says why; a reader that broke
-    on the log leaves ``reader_error``.
-    """
-
-    type: str | None = None
-    message: str | None = None
-    process: str | None = None
-    signature: str | None = None
-    known: str | None = None
-    next_step: str | None = None
-    advice: str | None = None
-    origin: str = "unknown"
-    package: str | None = None
-    why: str | None = None
-    raised_in: str | None = None
-    evidence: str | None = None
-    frames: tuple[str, ...] = ()
-    lines: tuple[int, int] | None = None
-    reader_error: str | None = None
-
-    @property
-    def is_tool_error(self) -> bool:
-        return self.origin == "tool"
-
-    @property
-    def key(self) -> str:
-        """What groups cells failing alike: the signature, else the message."""
-        return self.signature or self.message or ""
 
 
 @dataclass(frozen=True)
@@ -90,7 +49,7 @@ class CellResult:
     leg: str = ""
     lock_hash: str = ""
     argv: tuple[str, ...] = ()
-    root_cause: CauseSummary | None = None
+    root_cause: RootCause | None = None
     fingerprint: Fingerprint | None = None
     log: str = ""
     #: What vllmdiag could not read about the cell (a reader that broke on its log).

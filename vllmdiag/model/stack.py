@@ -1,5 +1,6 @@
 """A leg's runtime stack and the node's GPUs: what a "vLLM version comparison" really
-compares (the seeds: "a comparison of three whole runtime stacks"). Pure values."""
+compares ("a comparison of three whole runtime stacks", as the B200/H200 ablation this
+project grew out of found). Pure values."""
 
 from __future__ import annotations
 

@@ -141,7 +141,7 @@ def decide(
 
 def not_run(states: Mapping[str, Square], workloads: Sequence[str]) -> bool:
     """True when every one of ``workloads`` is missing only because it was not run."""
-    return bool(workloads) and all(states[w].state == "skipped" for w in workloads)
+    return bool(workloads) and all(states[w].state is SquareState.SKIPPED for w in workloads)
 
 
 def pass_fail_status(cells: Sequence[CellResult]) -> Square:
@@ -171,7 +171,7 @@ def _decide_pass_fail(
     inert: Mapping[str, str],
 ) -> Verdict:
     base = {w: pass_fail_status(by.get((BASELINE, w), [])) for w in workloads}
-    failing = tuple(w for w in workloads if base[w].state in ("fail", "flaky"))
+    failing = tuple(w for w in workloads if base[w].state in (SquareState.FAIL, SquareState.FLAKY))
     verdicts = []
     for arm in arms:
         cells = {w: pass_fail_status(by.get((arm.name, w), [])) for w in workloads}
@@ -189,24 +189,30 @@ def _pf_effect(
     inert: Mapping[str, str],
 ) -> tuple[Effect, str]:
     if arm.control:
-        fails = [w for w in failing if cells[w].state in ("fail", "flaky")]
+        fails = [w for w in failing if cells[w].state in (SquareState.FAIL, SquareState.FLAKY)]
         if failing and len(fails) == len(failing):
             return Effect.CONTROL, "fails too: the failure is not specific to the baseline leg"
-        if failing and not fails and all(cells[w].state == "pass" for w in failing):
+        if failing and not fails and all(cells[w].state is SquareState.PASS for w in failing):
             return Effect.CONTROL, "passes where the baseline fails: the failure is leg-specific"
         return Effect.CONTROL, "mixed: " + ", ".join(f"{w} {cells[w].state.value}" for w in failing)
     if arm.name in inert:
         return Effect.INERT, inert[arm.name]
     if not_run(cells, list(failing or cells)):
         return Effect.NOT_RUN, "not run: the run stopped before its cells"
-    errors = [w for w in (failing or cells) if cells[w].state in ("error", "skipped")]
+    errors = [
+        w for w in (failing or cells) if cells[w].state in (SquareState.ERROR, SquareState.SKIPPED)
+    ]
     if errors:
         return Effect.ERROR, f"no result on {', '.join(errors)} (see the cells' reasons)"
     if not failing:
-        broken = [w for w in cells if cells[w].state == "fail" and base[w].state == "pass"]
+        broken = [
+            w
+            for w in cells
+            if cells[w].state is SquareState.FAIL and base[w].state is SquareState.PASS
+        ]
         extra = f"; it breaks {', '.join(broken)}" if broken else ""
         return Effect.RULED_OUT, f"the baseline passes everywhere: nothing to flip{extra}"
-    flipped = [w for w in failing if cells[w].state == "pass"]
+    flipped = [w for w in failing if cells[w].state is SquareState.PASS]
     note = "" if arm.single_variable else " (compound arm: not a single-variable result)"
     if len(flipped) == len(failing):
         every = (
@@ -222,7 +228,7 @@ def _pf_summary(
     verdicts: Sequence[ArmVerdict], failing: Sequence[str], base: Mapping[str, Square]
 ) -> str:
     if not failing:
-        errs = [w for w, s in base.items() if s.state in ("error", "skipped")]
+        errs = [w for w, s in base.items() if s.state in (SquareState.ERROR, SquareState.SKIPPED)]
         if errs:
             return f"The baseline has no result on {', '.join(errs)}: nothing can be concluded."
         return "The baseline passes on every workload: there is no failure to explain."

@@ -22,6 +22,11 @@ from vllmdiag.services.envs.spec import LegSpec
 
 @dataclass(frozen=True)
 class CellPlan:
+    """One cell to run. ``arm``: what the cell stands for among the others, kept as its
+    result's ``arm`` and in its reuse key: in a matrix ``baseline``, an arm or a control;
+    a study has no arms (what it compares is its legs), so a study cell's ``arm`` is its
+    leg's name (see ``jobs/study/plan.py``)."""
+
     id: str
     arm: str
     workload: str

@@ -35,7 +35,8 @@ from typing import Any
 from vllmdiag import codec
 from vllmdiag.errors import RunDirError, VllmdiagError
 from vllmdiag.model.fingerprint import Fingerprint
-from vllmdiag.model.outcome import CauseSummary, CellResult
+from vllmdiag.model.outcome import CellResult
+from vllmdiag.model.root_cause import RootCause
 from vllmdiag.printable import printable
 from vllmdiag.services import atomic, redact
 
@@ -446,7 +447,7 @@ def _legacy_result(data: Mapping[str, Any]) -> CellResult:
     new["fingerprint"] = fp
     cause = data.get("root_cause")
     new["root_cause"] = (
-        codec.dump(codec.load(CauseSummary, cause)) if isinstance(cause, Mapping) else None
+        codec.dump(codec.load(RootCause, cause)) if isinstance(cause, Mapping) else None
     )
     return codec.load(CellResult, new)
 

@@ -3,7 +3,8 @@
 A file may be a whole report: several tables, each under a heading. Markdown tables
 are pipe tables (a header row, a ``| --- |`` row, body rows) outside code fences, titled
 by the nearest ``#`` heading. In TSV, each run of tab-separated lines is a table and the
-plain lines before it are its caption (the seeds' H200 report is written this way). A
+plain lines before it are its caption (the H200 report of the B200/H200 ablation this
+project grew out of is written this way). A
 CSV file is one table. Nothing here decides what a column means.
 """
 

@@ -3,13 +3,14 @@ each side, recomputed from the leg values, and whether the two agree.
 
 The speedup of a pair NEW/OLD is value(NEW)/value(OLD) when higher is better and
 value(OLD)/value(NEW) when lower is better, so above 1 always means NEW is better. The
-two sides' speedups differ by ``factor = max(a, b) / min(a, b)``; a row *transfers*
-when ``factor <= settings.factor`` (the seeds' rule: more than 1.25x apart does not
-transfer). An *agreement* is a row that moved beyond the noise band on both sides
-(``|a - 1| >= noise`` and ``|b - 1| >= noise``, for every value the printed rounding
-allows) and lands within ``agree`` of itself (``factor - 1 <= agree``): the same change
-on two machines is a property of the version, not of the hardware. A row whose
-printed rounding allows a factor on either side of ``settings.factor`` is *borderline*.
+two sides' speedups differ by ``factor = max(a, b) / min(a, b)``; a row *transfers* when
+``factor <= settings.factor`` (the rule of the B200/H200 ablation this project grew out
+of: more than 1.25x apart does not transfer). An *agreement* is a row that moved beyond
+the noise band on both sides (``|a - 1| >= noise`` and ``|b - 1| >= noise``, for every
+value the printed rounding allows) and lands within ``agree`` of itself (``factor - 1 <=
+agree``): the same change on two machines is a property of the version, not of the
+hardware. A row whose printed rounding allows a factor on either side of
+``settings.factor`` is *borderline*.
 
 Where a side says how far its values' own measurements disagree (a study directory, or
 a study's table with its ``± <leg>`` columns), that side's band is the larger of

@@ -1,6 +1,7 @@
 """The matrix written for people: ``summary.md`` and ``summary.txt``, plus ``verdict.json``.
 
-The table has the shape of the seeds' diag_silent4 table: one row per arm (baseline
+The table has the shape of the diag_silent4 table of the B200/H200 ablation this project
+grew out of: one row per arm (baseline
 first, controls last), one column per workload, and the effect.
 """
 
@@ -113,7 +114,7 @@ def _details(report: MatrixReport, recipe: Recipe) -> list[str]:
             rc = example.root_cause
             assert rc is not None
             known = f" — known: {rc.known}" if rc.known else ""
-            known += f"; whose fault: {blame_text(rc.origin, rc.package, rc.why)}"
+            known += f"; whose fault: {blame_text(rc.origin.value, rc.package, rc.why)}"
             step = f"; next: `{rc.next_step}`" if rc.next_step else ""
             shown = sig or "(no root cause in the log)"
             out.append(f"- {n} cell(s): `{shown}`{known}{step} (e.g. `{example.id}`)")

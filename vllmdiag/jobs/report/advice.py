@@ -10,6 +10,7 @@ from vllmdiag.jobs.report.case import Case
 from vllmdiag.model.arms import Arm, ArmKind
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.root_cause import Origin
 
 _DEFAULT = "vLLM's default (the recipe does not set it)"
 
@@ -18,10 +19,10 @@ def paragraph(case: Case) -> str:
     cause = case.cause
     why = cause.why if cause is not None and cause.why else "whose fault triage could not say"
     kind = {
-        "config": "the user's own settings",
-        "environment": "the machine the engine ran on",
-        "caller": "the workload's own script",
-    }.get(cause.origin if cause is not None else "", "the run's own setup")
+        Origin.CONFIG: "the user's own settings",
+        Origin.ENVIRONMENT: "the machine the engine ran on",
+        Origin.CALLER: "the workload's own script",
+    }.get(cause.origin if cause is not None else Origin.UNKNOWN, "the run's own setup")
     out = [
         f"**Not an upstream bug: no issue to file.** The failure lies in {kind}: {why}.",
     ]

@@ -1,7 +1,8 @@
 """The blast radius, from several run directories (the same recipe on other machines):
 which GPU and leg fail and which pass, stated only as far as the runs show, and what
-their logs say differs between a failing and a passing run (the seeds: "on H200 the same
-venv passes because the CuTe wrapper is never imported")."""
+their logs say differs between a failing and a passing run (as in the B200/H200 ablation
+this project grew out of: "on H200 the same venv passes because the CuTe wrapper is never
+imported")."""
 
 from __future__ import annotations
 

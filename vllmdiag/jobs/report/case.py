@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.jobs.report.inputs import RunEvidence
 from vllmdiag.model.arms import Arm, ArmKind
-from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
+from vllmdiag.model.outcome import CellResult, Outcome
+from vllmdiag.model.root_cause import RootCause
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.model.verdict import BASELINE, ArmVerdict, Effect, VerdictMode
 
@@ -42,7 +43,7 @@ class Case:
     others: tuple[tuple[str, int], ...] = ()
 
     @property
-    def cause(self) -> CauseSummary | None:
+    def cause(self) -> RootCause | None:
         return self.cell.root_cause
 
     def failing_like(self, run: RunEvidence) -> list[CellResult]:

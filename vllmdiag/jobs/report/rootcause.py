@@ -11,7 +11,8 @@ from pathlib import Path
 from vllmdiag.jobs.report import md
 from vllmdiag.jobs.report.case import Case
 from vllmdiag.model.hang import HangReport
-from vllmdiag.model.outcome import CauseSummary, Outcome
+from vllmdiag.model.outcome import Outcome
+from vllmdiag.model.root_cause import Origin, RootCause
 from vllmdiag.readers.triage.blame import blame_text
 from vllmdiag.readers.triage.lines import normalise
 from vllmdiag.spine.runner.reread import cell_log
@@ -48,7 +49,7 @@ def section(case: Case) -> str | None:
     return "\n".join(out)
 
 
-def _hung(hang: HangReport, cause: CauseSummary) -> str:
+def _hung(hang: HangReport, cause: RootCause) -> str:
     """A cell killed at its timeout: where it hung, from the stacks dumped before the
     kill (nothing was raised)."""
     out = [f"**Signature:** {md.code(cause.signature or 'Timeout')}", ""]
@@ -64,22 +65,22 @@ def _log(case: Case) -> Path | None:
     return cell_log(case.run.path, case.cell)
 
 
-def _sentence(cause: CauseSummary) -> str:
+def _sentence(cause: RootCause) -> str:
     where = _raised_where(cause)
     frame = f" ({md.code(cause.frames[-1])})" if cause.frames else ""
     process = f" in process {md.code(cause.process)}" if cause.process else ""
     how = _EVIDENCE.get(cause.evidence or "", "")
     raised = f"Raised{process}, {where}{frame}" + (f"; {how}." if how else ".")
-    whose = blame_text(cause.origin, cause.package, cause.why)
+    whose = blame_text(cause.origin.value, cause.package, cause.why)
     return f"{raised} Whose fault it is: {md.code(whose)}."
 
 
-def _raised_where(cause: CauseSummary) -> str:
+def _raised_where(cause: RootCause) -> str:
     """Where it was raised, which need not be whose fault it is."""
     at = cause.raised_in
     if at is None:  # a reading recorded before raised_in: its origin was the place
-        at = {"vllm": "vllm", "user": "script", "tool": "vllmdiag"}.get(cause.origin)
-        if at is None and cause.origin == "dependency":
+        at = {Origin.VLLM: "vllm", Origin.USER: "script", Origin.TOOL: "vllmdiag"}.get(cause.origin)
+        if at is None and cause.origin is Origin.DEPENDENCY:
             at = cause.package
     if at == "vllm":
         return "in vLLM's own code"

@@ -10,6 +10,7 @@ from vllmdiag.jobs.report.case import Case
 from vllmdiag.jobs.report.draft import Target, TargetKind, Template
 from vllmdiag.jobs.report.target import Decision
 from vllmdiag.jobs.window import WindowResult
+from vllmdiag.model.root_cause import Origin
 from vllmdiag.model.verdict import ArmVerdict, Effect
 
 #: The tool's two words, said once for a reader who does not know it.
@@ -38,8 +39,8 @@ def title(case: Case, decision: Decision, window: WindowResult | None) -> str:
         have = _version(case, target)
         head = f"{target.project} {have}: " if have else f"{target.project}: "
     elif target.kind is TargetKind.NOT_A_BUG:
-        origin = case.cause.origin if case.cause is not None else "unknown"
-        head = f"Not an upstream bug ({origin}): "
+        origin = case.cause.origin if case.cause is not None else Origin.UNKNOWN
+        head = f"Not an upstream bug ({origin.value}): "
     elif target.kind is TargetKind.CALLER:
         head = f"{target.project} calls vLLM wrongly: "
     else:

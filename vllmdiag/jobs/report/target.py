@@ -2,13 +2,14 @@
 
 A window in which a consumer's declared range admits versions without the symbol, tied
 to this failure (the failing leg has one of those versions, or the root cause names the
-symbol), is a dependency-metadata defect: it goes to the consumer, as the seeds reported
-vLLM 0.18.0's range of nvidia-cutlass-dsl. Otherwise whose fault triage says it is
-(``origin``) decides: ``vllm`` → vLLM's bug form; ``dependency`` → that package;
-``caller`` → the framework that drives vLLM wrongly (its tracker); ``config`` and
-``environment`` → no upstream issue at all (the draft says what to change and why it is
-not a bug); ``tool`` → vllmdiag; a failure whose fault the log does not show → the
-dependency whose pin made it pass, if an arm showed one; else nobody can be named.
+symbol), is a dependency-metadata defect: it goes to the consumer, as vLLM 0.18.0's
+range of nvidia-cutlass-dsl was reported in the B200/H200 ablation this project grew out
+of. Otherwise whose fault triage says it is (``origin``) decides: ``vllm`` → vLLM's bug
+form; ``dependency`` → that package; ``caller`` → the framework that drives vLLM wrongly
+(its tracker); ``config`` and ``environment`` → no upstream issue at all (the draft says
+what to change and why it is not a bug); ``tool`` → vllmdiag; a failure whose fault the
+log does not show → the dependency whose pin made it pass, if an arm showed one; else
+nobody can be named.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from vllmdiag.jobs.report import freeze
 from vllmdiag.jobs.report.case import Case
 from vllmdiag.jobs.report.draft import Target, TargetKind, Template
 from vllmdiag.jobs.window import ConsumerReport, WindowResult
+from vllmdiag.model.root_cause import Origin
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,12 @@ def _metadata(case: Case, window: WindowResult, versions: dict[str, str]) -> Dec
 
 def _by_origin(case: Case, versions: dict[str, str]) -> Target:
     cause = case.cause
-    origin = cause.origin if cause is not None else "unknown"
+    origin = cause.origin if cause is not None else Origin.UNKNOWN
     why = f" ({cause.why})" if cause is not None and cause.why else ""
     frame = f" ({cause.frames[-1]})" if cause is not None and cause.frames else ""
     pins = case.fix.pins if case.fix is not None else ()
-    if origin in ("config", "environment"):
-        whose = "the user's own settings" if origin == "config" else "the machine it ran on"
+    if origin in (Origin.CONFIG, Origin.ENVIRONMENT):
+        whose = "the user's own settings" if origin is Origin.CONFIG else "the machine it ran on"
         return Target(
             "",
             TargetKind.NOT_A_BUG,
@@ -100,14 +102,14 @@ def _by_origin(case: Case, versions: dict[str, str]) -> Target:
             f"Not an upstream bug: the failure lies in {whose}{why}. No issue to file; "
             "change the setting instead.",
         )
-    if origin == "vllm":
+    if origin is Origin.VLLM:
         return Target(
             "vllm",
             TargetKind.VLLM,
             Template.VLLM_BUG,
             f"The failure is vLLM's{why}; raised in vLLM's own code{frame}.",
         )
-    if origin == "caller" and cause is not None and cause.package:
+    if origin is Origin.CALLER and cause is not None and cause.package:
         return Target(
             freeze.distribution(cause.package, versions),
             TargetKind.CALLER,
@@ -115,7 +117,7 @@ def _by_origin(case: Case, versions: dict[str, str]) -> Target:
             f"{cause.package} drives vLLM and calls it wrongly{why}: the fix is in "
             f"{cause.package}, so the issue goes to its tracker.",
         )
-    if origin == "caller":
+    if origin is Origin.CALLER:
         return Target(
             "",
             TargetKind.NOT_A_BUG,
@@ -123,7 +125,7 @@ def _by_origin(case: Case, versions: dict[str, str]) -> Target:
             f"The workload's own script calls vLLM wrongly{why}: fix the script; no "
             "upstream issue.",
         )
-    if origin == "dependency" and cause is not None and cause.package:
+    if origin is Origin.DEPENDENCY and cause is not None and cause.package:
         dist = freeze.distribution(cause.package, versions, [freeze.pin_name(p) for p in pins])
         have = versions.get(dist)
         return Target(
@@ -135,7 +137,7 @@ def _by_origin(case: Case, versions: dict[str, str]) -> Target:
             + (f"; the one sufficient change is the pin {pins[0]}" if pins else "")
             + "; no window ties it to a consumer's declared range.",
         )
-    if origin == "tool":
+    if origin is Origin.TOOL:
         return Target(
             "",
             TargetKind.UNDETERMINED,

@@ -180,12 +180,14 @@ def _missing(
     return f"no run counts; the latest: {reason}"
 
 
-def _outcome(judged: list[tuple[RunRef, Standing | None, str, list[Measured]]]) -> str | None:
+def _outcome(
+    judged: list[tuple[RunRef, Standing | None, str, list[Measured]]],
+) -> Outcome | None:
     """The latest current-settings run's outcome that is not a pass (for coverage)."""
     for _, status, _, cells in reversed(judged):
         if status in (Standing.FAILED, Standing.INCOMPLETE):
             bad = [c.outcome for c in cells if c.outcome is not Outcome.PASS]
-            return bad[0].value if bad else None
+            return bad[0] if bad else None
     return None
 
 

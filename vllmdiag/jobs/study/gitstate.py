@@ -1,6 +1,7 @@
 """The state of the recipe's directory when a batch ran: its git commit, ``git status
---porcelain`` and the diff of uncommitted changes (the seeds' "uncommitted local
-changes", which were "the only reliable record" of what the harness did).
+--porcelain`` and the diff of uncommitted changes (in the B200/H200 ablation this project
+grew out of, "uncommitted local changes" were "the only reliable record" of what the
+harness did).
 
 Read through :mod:`vllmdiag.services.proc`, with secrets masked; a directory outside a git
 repository, or no git at all, is said so, never an error.

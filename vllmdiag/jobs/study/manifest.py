@@ -1,7 +1,8 @@
-"""``MANIFEST.md``: under what conditions every number was measured (the seeds' H200
-manifest, generated): the batches, each leg's runtime stack, the pins per model
-(disclosed), the harness settings, the hygiene findings per leg, and the recipe
-directory's commit and uncommitted changes when each batch started."""
+"""``MANIFEST.md``: under what conditions every number was measured (the H200 manifest
+of the B200/H200 ablation this project grew out of, generated): the batches, each leg's
+runtime stack, the pins per model (disclosed), the harness settings, the hygiene
+findings per leg, and the recipe directory's commit and uncommitted changes when each
+batch started."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from vllmdiag.jobs.study.reading import BatchRecord, StudyRecords
 from vllmdiag.jobs.study.render import DASH, GENERATED, markdown
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.plan import workloads as wlmod
+from vllmdiag.readers.hygiene import CONTAMINATED, SKIPPED, WARNING
 from vllmdiag.services.envs.verify import freeze_versions
 
 _STACK = (
@@ -232,8 +234,8 @@ def _hygiene(batches: Sequence[BatchRecord]) -> list[str]:
     out = ["## Environment hygiene", ""]
     for b in batches:
         for leg, report in b.hygiene.items():
-            notable = [f for f in report.findings if f.severity in ("contaminated", "warning")]
-            skipped = [f for f in report.findings if f.severity == "skipped"]
+            notable = [f for f in report.findings if f.severity in (CONTAMINATED, WARNING)]
+            skipped = [f for f in report.findings if f.severity is SKIPPED]
             head = "**contaminated**" if report.contaminated else "clean"
             out.append(
                 f"- `{b.name}` · `{leg}`: {head} ({len(report.findings)} checks"

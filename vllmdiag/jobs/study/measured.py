@@ -166,7 +166,7 @@ class Choice:
     repeats: dict[str, tuple[float, ...]]
     missing: str | None
     excluded: tuple[Excluded, ...]
-    #: The latest run's outcome when nothing counts ("fail", "timeout", "error", ...).
-    outcome: str | None = None
+    #: The latest run's outcome when nothing counts (fail, timeout, error, ...).
+    outcome: Outcome | None = None
     pooled: tuple[RunRef, ...] = ()
     origins: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -165,7 +165,7 @@ def expand(study: StudyRecipe, filters: Filters = Filters()) -> list[StudyCell]:
                         continue
                     plan = CellPlan(
                         id=cell_id(rep, leg, model, wl),
-                        arm=leg,
+                        arm=leg,  # no arms: the leg is what a study cell stands for
                         workload=workload_key(model, wl),
                         repeat=rep,
                         leg=leg_for(study, leg, model),

@@ -178,7 +178,7 @@ def why(result: CellResult) -> str:
     if result.outcome is Outcome.PASS:
         return ""
     cause = result.root_cause
-    whose = f" [whose fault: {cause.origin}]" if cause is not None and cause.origin else ""
+    whose = f" [whose fault: {cause.origin.value}]" if cause is not None and cause.origin else ""
     if cause is not None and cause.type:
         return f"{cause.type}: {cause.message or ''}".strip().rstrip(":")[:300] + whose
     if cause is not None and cause.evidence == "death-line" and cause.message:

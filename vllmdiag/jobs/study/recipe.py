@@ -1,4 +1,5 @@
-"""A study recipe: legs × models × workloads × metrics, the seeds' version ablation.
+"""A study recipe: legs × models × workloads × metrics, a version ablation in the shape
+of the B200/H200 one this project grew out of.
 
 Legs are runtime stacks as in a recipe. Each model has an id (what ``{model}`` becomes),
 a tensor-parallel size (passed as ``--tensor-parallel-size``), optional flags and

@@ -22,6 +22,7 @@ from vllmdiag.jobs.study.plan import Slot
 from vllmdiag.jobs.study.recipe import StudyRecipe
 from vllmdiag.model.leg_names import leg_aliases
 from vllmdiag.model.noise import FLOOR, SpreadGroup, estimate, relative_spread
+from vllmdiag.model.outcome import Outcome
 
 
 class Call(str, Enum):
@@ -266,7 +267,7 @@ def _coverage(study: StudyRecipe, selection: Selection, leg: str) -> CoverageRow
         if not lacking:
             passing.append(model)
             continue
-        failed = [c for c in lacking if c.outcome in ("fail", "timeout")]
+        failed = [c for c in lacking if c.outcome in (Outcome.FAIL, Outcome.TIMEOUT)]
         bad = failed or lacking
         whys = list(dict.fromkeys(_short(c) for c in bad))
         partial = len(bad) < len(choices)
@@ -282,7 +283,7 @@ def _short(choice: Choice) -> str:
 def _causes(selection: Selection) -> tuple[CauseGroup, ...]:
     groups: dict[str, list[str]] = {}
     for c in selection.choices:
-        if c.canonical is None and c.outcome in ("fail", "timeout") and c.missing:
+        if c.canonical is None and c.outcome in (Outcome.FAIL, Outcome.TIMEOUT) and c.missing:
             groups.setdefault(c.missing, []).append(
                 f"{c.slot.leg} / {c.slot.model} / {c.slot.workload}"
             )

@@ -98,7 +98,7 @@ def flashinfer(probe: Mapping[str, Any]) -> list[Finding]:
                     "flashinfer-" + extra.split("-", 1)[1],
                     f"{extra} is not installed next to flashinfer-python {main}: kernels are "
                     "JIT-built at run time (slow first runs; a gcc internal compiler error "
-                    "failed six MoE models in the seeds)",
+                    "in such a build once failed six MoE models)",
                     hint=f"add {extra}=={main} to the leg",
                 )
             )
@@ -143,7 +143,7 @@ def gpu_processes(
             CONTAMINATED,
             "gpu-processes",
             f"{len(others)} other process(es) already on the GPUs: {listed}. The node is not "
-            "exclusive, so timings are not clean (the seeds voided a whole round for this)",
+            "exclusive, so timings are not clean (a whole round has been voided for this)",
             hint="wait for them or stop them; --allow-contaminated records and runs anyway",
         )
     ]

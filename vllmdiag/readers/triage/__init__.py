@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.model.root_cause import Origin, RootCause
 from vllmdiag.readers.triage.attribution import attribute, labelled_logs, log_files
-from vllmdiag.readers.triage.blame import ORIGINS, Origin
+from vllmdiag.readers.triage.blame import ORIGINS
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.lines import normalise
 from vllmdiag.readers.triage.reader import scan
@@ -21,7 +22,6 @@ from vllmdiag.readers.triage.triaged import (
     Evidence,
     Group,
     LogTriage,
-    RootCause,
     Skipped,
 )
 from vllmdiag.readers.triage.watch import Watch

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.model.outcome import Outcome
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.triaged import Attribution, Group, LogTriage, Unattributed
 from vllmdiag.services import atomic
@@ -67,7 +68,7 @@ def _logs_under(p: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def recorded_outcome(log: Path) -> str | None:
+def recorded_outcome(log: Path) -> Outcome | None:
     """The outcome a vllmdiag run recorded for the cell whose log this is (its
     ``result.json`` beside ``log.txt``), or None: not a cell's log, or no readable result
     (then the log alone decides)."""
@@ -78,7 +79,7 @@ def recorded_outcome(log: Path) -> str | None:
     except (OSError, ValueError):
         return None
     outcome = data.get("outcome") if isinstance(data, dict) else None
-    return outcome if isinstance(outcome, str) else None
+    return next((o for o in Outcome if o.value == outcome), None)
 
 
 def with_outcome(log: LogTriage, path: Path) -> LogTriage:
@@ -116,10 +117,10 @@ def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) ->
     for members in buckets.values():
         first = members[0].root_cause
         assert first is not None
-        sigs = tuple(dict.fromkeys(m.root_cause.signature for m in members if m.root_cause))
+        sigs = tuple(dict.fromkeys(m.root_cause.signature or "" for m in members if m.root_cause))
         groups.append(
             Group(
-                signature=first.signature,
+                signature=first.signature or "",
                 known=first.known,
                 members=tuple(name.get(m.path, m.path) for m in members),
                 next_step=first.next_step,
@@ -127,7 +128,7 @@ def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) ->
                 signatures=sigs,
                 origin=first.origin,
                 package=first.package,
-                why=first.why,
+                why=first.why or "",
             )
         )
     groups.sort(key=lambda g: (-len(g.members), g.signature))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from vllmdiag.model.root_cause import Origin
 from vllmdiag.readers.triage import relays
 from vllmdiag.readers.triage.blame import decide
 from vllmdiag.readers.triage.catalogue import Catalogue, Hit
@@ -93,7 +94,7 @@ def _cause(
         reason=reason,
         frames=frames,
         evidence=evidence,
-        origin=blame.origin,
+        origin=Origin(blame.origin),
         package=blame.package,
         advice=h.advice if h else None,
         why=blame.why,

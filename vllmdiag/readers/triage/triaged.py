@@ -1,51 +1,17 @@
-"""What triage returns: frozen values (their JSON comes from :mod:`vllmdiag.codec`)."""
+"""What triage returns: frozen values (their JSON comes from :mod:`vllmdiag.codec`). The
+root cause is the model's :class:`~vllmdiag.model.root_cause.RootCause`, the one type a
+cell's result keeps too."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from vllmdiag.readers.triage.blame import Origin
+from vllmdiag.model.outcome import Outcome
+from vllmdiag.model.root_cause import EvidenceKind as EvidenceKind
+from vllmdiag.model.root_cause import Origin
+from vllmdiag.model.root_cause import RootCause as RootCause
 from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.relays import Relay
-
-#: How the root cause was read: a traceback with its header in view, an exception line
-#: without it, a line saying a process died, a wrapper's quote of the child's error, or a
-#: command line the program refused.
-EvidenceKind = Literal["traceback", "exception-line", "death-line", "wrapper-message", "cli-error"]
-
-
-@dataclass(frozen=True)
-class RootCause:
-    """The original exception in the process that failed first (or the line saying it
-    died). ``origin`` says whose fault it is, who must act (see
-    :mod:`vllmdiag.readers.triage.blame`): ``vllm``, ``dependency`` (``package`` names it),
-    ``caller`` (``package`` names the framework), ``config``, ``environment``, ``tool``
-    (vllmdiag's own code: an error, never a verdict) or ``unknown``; ``why`` says why in
-    one line; ``raised_in`` is where the exception was raised (a package's name, or
-    ``script`` for the workload's own file), which need not be whose fault it is."""
-
-    type: str
-    message: str
-    process: str
-    signature: str
-    known: str | None
-    next_step: str | None
-    lines: tuple[int, int]  # the traceback's first line and its exception line
-    meaning: str | None = None
-    reason: str = ""
-    frames: tuple[str, ...] = ()  # the innermost frames, "file:line in func"
-    evidence: EvidenceKind = "traceback"
-    origin: Origin = "unknown"
-    package: str | None = None  # the package whose fault it is (torch, xinference, ...)
-    advice: str | None = None  # the catalogue's advice besides its next step
-    why: str = ""
-    raised_in: str | None = None
-
-    @property
-    def is_tool_error(self) -> bool:
-        """The failure lies in vllmdiag's own code: the cell is an ERROR, not a FAIL."""
-        return self.origin == "tool"
 
 
 @dataclass(frozen=True)
@@ -70,11 +36,11 @@ class LogTriage:
     vllm_version: str | None = None
     truncated: bool = False
     lines: int = 0
-    outcome: str | None = None  # a vllmdiag cell's recorded outcome (pass, fail, ...)
+    outcome: Outcome | None = None  # a vllmdiag cell's recorded outcome
 
     @property
     def passed(self) -> bool:
-        return self.outcome == "pass"
+        return self.outcome is Outcome.PASS
 
 
 @dataclass(frozen=True)
@@ -88,7 +54,7 @@ class Group:
     meaning: str | None = None
     signatures: tuple[str, ...] = ()
     #: whose fault it is, as the group's first log reads it
-    origin: str = "unknown"
+    origin: Origin = Origin.UNKNOWN
     package: str | None = None
     why: str = ""
 

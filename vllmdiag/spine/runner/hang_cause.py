@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vllmdiag import codec
 from vllmdiag.model.hang import HangReport
-from vllmdiag.model.outcome import CauseSummary
+from vllmdiag.model.root_cause import Origin, RootCause
 from vllmdiag.model.startup import StartupTimeline
 from vllmdiag.services import atomic
 from vllmdiag.spine.runner import hangdump
@@ -32,7 +32,7 @@ def hang_report(cell_dir: Path, timeout_s: float, startup: StartupTimeline | Non
     return replace(report, after_phase=last.name, after_s=took)
 
 
-def hang_cause(report: HangReport, found: CauseSummary | None) -> CauseSummary:
+def hang_cause(report: HangReport, found: RootCause | None) -> RootCause:
     """The cell's root cause: an exception the log shows stays (the hang is on the
     result beside it); with none in view, the hang itself."""
     if found is not None and found.type is not None:
@@ -50,12 +50,12 @@ def hang_cause(report: HangReport, found: CauseSummary | None) -> CauseSummary:
         else "a hang whose stacks could not be dumped: nothing says where it waited"
     )
     phase = f" after {report.after_phase}" if report.after_phase else ""
-    return CauseSummary(
+    return RootCause(
         type="Timeout",
         message=report.describe(),
         process=stuck.title if stuck else None,
         signature=f"Timeout{phase}{where}",
-        origin="unknown",
+        origin=Origin.UNKNOWN,
         why=why,
         raised_in=top.package if top is not None else None,
         evidence="hang-dump" if stuck is not None else "timeout",

@@ -15,8 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from vllmdiag.model.fingerprint import Fingerprint
-from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
+from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe, WorkloadConfig
+from vllmdiag.model.root_cause import RootCause
 from vllmdiag.model.shape import WorkloadShape, shape_problem
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.plan.bench_command import CURRENT, BenchDialect
@@ -135,7 +136,7 @@ class Judge:
         return shape_problem(asked, got), replace(fp, workload=got)
 
 
-def tool_failure(root: CauseSummary) -> str:
+def tool_failure(root: RootCause) -> str:
     """Why a cell whose root cause is in vllmdiag's own code is an ERROR."""
     where = root.why or (root.frames[-1] if root.frames else "see the log")
     return (

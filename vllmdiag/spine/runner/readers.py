@@ -12,8 +12,9 @@ from pathlib import Path
 from vllmdiag.errors import ConfigError, EnvError, PinNotHeld, ProcessError
 from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.inert import ArmEvidence, inert_reason, unknown_env_vars
-from vllmdiag.model.outcome import CauseSummary, CellResult
+from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
+from vllmdiag.model.root_cause import RootCause
 from vllmdiag.model.verdict import BASELINE
 from vllmdiag.plan import cells as planmod
 from vllmdiag.readers.fingerprint import fingerprint_file
@@ -75,32 +76,19 @@ class RunReaders:
                 hint=f"fix it, or unset {CATALOGUE_VAR} (failing cells are triaged with it)",
             ) from None
 
-    def root_cause(self, log: Path, tool_dirs: Sequence[str] = ()) -> CauseSummary:
+    def root_cause(self, log: Path, tool_dirs: Sequence[str] = ()) -> RootCause:
         """The cell's root cause; ``tool_dirs``: directories vllmdiag wrote (the run
         directory), whose files are its own code besides its package."""
         try:
             triage = triage_file(log, tool_dirs=tool_dirs)
         except Exception as exc:  # a triage bug is recorded, never fatal to the cell
-            return CauseSummary(reader_error=f"triage failed: {exc!r}")
+            return RootCause(reader_error=f"triage failed: {exc!r}")
         root = triage.root_cause
         if root is None:
-            return CauseSummary(message=triage.note or "no root cause in the log")
-        return CauseSummary(
-            type=root.type or None,
-            message=root.message,
-            process=root.process,
-            signature=root.signature,
-            known=root.known,
-            next_step=root.next_step,
-            advice=root.advice,
-            origin=root.origin,
-            package=root.package,
-            why=root.why or None,
-            raised_in=root.raised_in,
-            evidence=root.evidence,
-            frames=tuple(root.frames),
-            lines=root.lines,
-        )
+            return RootCause(message=triage.note or "no root cause in the log")
+        # a result has always recorded a cause with no exception type (a death line), or
+        # no why, as None where triage says ""
+        return replace(root, type=root.type or None, why=root.why or None)
 
     def fingerprint(
         self, log: Path, findings: Sequence[tuple[str, str]] = ()

@@ -1,7 +1,8 @@
 """GPU slots: how many GPUs a cell needs, which GPUs a node has, and where a cell runs.
 
 Timing runs (metric matrices, studies, profiles) are node-exclusive: a node runs one cell
-at a time and that cell holds all of its GPUs, as the seeds ran for clean timings. Runs
+at a time and that cell holds all of its GPUs, as the B200/H200 ablation this project
+grew out of ran for clean timings. Runs
 that only ask pass or fail share a node: a cell that needs ``k`` GPUs gets ``k`` of the
 node's free ones as its ``CUDA_VISIBLE_DEVICES``, and a node runs at most as many cells
 at once as it has GPUs (at least one). A node whose GPUs are unknown (none found and no
