@@ -26,6 +26,7 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.jobs.profile import CaptureSettings, ProfileOutcome, Workload, backend, diff_inputs
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.services.proc import Interrupted
+from vllmdiag.spine.rundir import layout
 
 _MULTI = ("--legs", "--arms", "--capture", "-c")
 _RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -239,7 +240,7 @@ def capture_cmd(
 
 def _new_out(out: Path) -> None:
     """An explicit --out: refused when it already holds a profile run."""
-    for marker in ("profile.json", "journal.jsonl", "run.jsonl"):
+    for marker in ("profile.json", "journal.jsonl", layout.EVENTS):
         if (out / marker).exists():
             raise VllmdiagError(
                 "this directory already holds a profile run",

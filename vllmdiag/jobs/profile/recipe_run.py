@@ -28,8 +28,8 @@ from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import CellPlan, command
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import EnvCache
-from vllmdiag.spine.journal import JournalSink, RunDir
 from vllmdiag.spine.measuring import measuring
+from vllmdiag.spine.rundir import JournalSink, RunDir, starts
 from vllmdiag.spine.runner import RunOptions, run_cells
 from vllmdiag.spine.runner.events import CellsEvent, RunStarted
 
@@ -120,8 +120,8 @@ class _Profile:
     def check_resumable(self, path: Path) -> None:
         """A run resumes only with the sides, workload and capture settings it began
         with (a capture made with other settings is not the same measurement)."""
-        events = RunDir.resume(path, self.req.recipe.name, command="profile").events()
-        began = next((e.get("job") for e in events if e.get("event") == "run_started"), None)
+        journal = RunDir.resume(path, self.req.recipe.name, command="profile").journal()
+        began = next((s.job for s in starts(journal)), None)
         asked = self.job()
         if not isinstance(began, dict) or began.get("job") != "profile":
             raise ConfigError("not a profile run directory", where=str(path),

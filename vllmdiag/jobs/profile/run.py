@@ -2,8 +2,8 @@
 environments, no recipe.
 
 The thin path beside a recipe's profile (:mod:`recipe_run`): the same capture executor,
-the same run directory (``run.jsonl`` through :class:`~vllmdiag.spine.journal.RunDir` and
-:class:`~vllmdiag.spine.journal.JournalSink`, ``cells/<side>.<backend>/`` per capture,
+the same run directory (``run.jsonl`` through :class:`~vllmdiag.spine.rundir.RunDir` and
+:class:`~vllmdiag.spine.rundir.JournalSink`, ``cells/<side>.<backend>/`` per capture,
 ``profile.json``), the same events, under :func:`~vllmdiag.spine.measuring.measuring`; only
 no recipe, so no cells are planned, judged or resumed. A side whose capture fails says
 why and the others' data is kept; a failed nsys capture is followed by a torch one.
@@ -24,8 +24,8 @@ from vllmdiag.jobs.profile.outcome import outcome_of
 from vllmdiag.jobs.profile.results import ProfileOutcome
 from vllmdiag.services import proc
 from vllmdiag.services.envs import EnvCache, LegSpec
-from vllmdiag.spine.journal import JournalSink, RunDir
 from vllmdiag.spine.measuring import measuring
+from vllmdiag.spine.rundir import JournalSink, RunDir
 from vllmdiag.spine.runner.executor import CellTask
 
 

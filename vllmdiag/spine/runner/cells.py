@@ -27,10 +27,11 @@ from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import cells as planmod
+from vllmdiag.readers.hygiene import HygieneSummary
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import Env, EnvCache
-from vllmdiag.spine.journal import JournalSink, RunDir, host
 from vllmdiag.spine.measuring import is_measuring, stopped_by, strays_ended
+from vllmdiag.spine.rundir import JournalSink, RunDir, host
 from vllmdiag.spine.runner.events import (
     CellFinished,
     CellInterrupted,
@@ -56,7 +57,7 @@ from vllmdiag.spine.runner.on_node import (
     skipped_result,
 )
 from vllmdiag.spine.runner.pool import CellPool, Finished, Job
-from vllmdiag.spine.runner.readers import HygieneSummary, RunReaders
+from vllmdiag.spine.runner.readers import RunReaders
 from vllmdiag.spine.runner.slots import NodeSlots, Placement, SlotScheduler, gpus_needed
 
 #: Cells a finished (or reused) cell asks for, run after it on legs already built (e.g. a
