@@ -44,7 +44,9 @@ class ProfileHooks(CellHooks[ProfileEvent]):
         self.planned: dict[str, tuple[CellPlan, CellCapture]] = {}
         self.run: RunDir | None = None
 
-    def cell(self, side: CellPlan, name: str, which: Backend, script: bool | None = None) -> CellPlan:
+    def cell(
+        self, side: CellPlan, name: str, which: Backend, script: bool | None = None
+    ) -> CellPlan:
         """The cell that captures side ``name`` (its cell ``side``) under ``which``."""
         cell = replace(side, id=f"{side.id}.{which.dirname}")
         self.planned[cell.id] = (side, CellCapture(name, which, script))

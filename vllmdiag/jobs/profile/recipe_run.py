@@ -13,7 +13,7 @@ and the first two sides are diffed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllmdiag.errors import ConfigError
@@ -26,7 +26,7 @@ from vllmdiag.jobs.profile.outcome import outcome_of
 from vllmdiag.jobs.profile.results import ProfileOutcome
 from vllmdiag.jobs.profile.sides import Side, plan_sides
 from vllmdiag.model.recipe import Recipe
-from vllmdiag.plan import CellPlan, command
+from vllmdiag.plan import command
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import EnvCache
 from vllmdiag.spine.journal import RunDir

@@ -123,8 +123,9 @@ def capture_legs(
     with measuring(wait=wait, observer=observer) as stop:
         ran = run_cells(recipe, cells, options, observer, hooks)
     captures = tuple(hooks.capture_of(r) for r in ran.results)
-    return outcome_of(ran.run_dir, captures, top, cells=ran.results, interrupted=ran.interrupted,
-                      stopped_by=(stop.signame or "SIGINT") if ran.interrupted else None)  # fmt: skip
+    stopped = (stop.signame or "SIGINT") if ran.interrupted else None
+    return outcome_of(ran.run_dir, captures, top, cells=ran.results,
+                      interrupted=ran.interrupted, stopped_by=stopped)  # fmt: skip
 
 
 def capture_recipe(targets: Sequence[LegTarget], w: Workload, timeout: float) -> Recipe:

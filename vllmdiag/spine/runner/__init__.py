@@ -14,8 +14,8 @@ from vllmdiag.spine.runner.executor import (
 from vllmdiag.spine.runner.hooks import CellHooks, Wrapped
 
 __all__ = [
-    "CellRun",
     "CellHooks",
+    "CellRun",
     "CellTask",
     "CellsReport",
     "ClusterExecutor",
