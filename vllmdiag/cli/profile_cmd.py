@@ -204,6 +204,9 @@ def capture_cmd(
     ),
     runs_root: Path = RunsRootOpt,
     top: int = TopOpt,
+    allow_contaminated: bool = typer.Option(
+        False, "--allow-contaminated", help="Capture even if a leg fails its hygiene check."
+    ),
     wait: bool = WaitOpt,
     as_json: bool = JsonOption,
 ) -> None:
@@ -233,7 +236,7 @@ def capture_cmd(
         with show.ProfileView(human(as_json)) as view:
             outcome = capture_legs(
                 targets, w, backends, out=out, runs_root=runs_root, top=top, wait=wait,
-                observer=view,
+                allow_contaminated=allow_contaminated, observer=view,
             )  # fmt: skip
         finish(outcome, as_json)
 
