@@ -12,7 +12,7 @@ from vllmdiag import codec
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.root_cause import Origin, RootCause
 from vllmdiag.readers.triage import ORIGINS, triage_file
-from vllmdiag.spine.journal import RunDir
+from vllmdiag.spine.rundir import read_run
 from vllmdiag.spine.runner.readers import RunReaders
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -52,7 +52,7 @@ def test_a_death_line_is_recorded_without_a_type_as_results_always_were(tmp_path
 
 
 def test_results_recorded_before_still_load() -> None:
-    """The report fixture's results named the place (``user``); schema 1's run too."""
+    """The report fixture's results named the place (``user``); a schema-1 run reads too."""
     cells = sorted((FIXTURES / "report" / "thrmma-cpu" / "cells").glob("*/result.json"))
     assert cells
     origins = set()
@@ -61,7 +61,7 @@ def test_results_recorded_before_still_load() -> None:
         if result.root_cause is not None:
             origins.add(result.root_cause.origin)
     assert Origin.USER in origins
-    for run in (FIXTURES / "schema1-run" / "run",):
-        found = RunDir(run).finished()
-        causes = [r.root_cause for r in found.values() if r.root_cause is not None]
-        assert all(isinstance(c.origin, Origin) for c in causes)
+    record = read_run(FIXTURES / "schema1-run" / "run")
+    results = [c.result for c in record.cells.values() if c.result is not None]
+    causes = [r.root_cause for r in results if r.root_cause is not None]
+    assert results and all(isinstance(c.origin, Origin) for c in causes)

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
 from vllmdiag.model.outcome import Outcome
-from vllmdiag.spine.journal import load_result
+from vllmdiag.spine.rundir import load_result
 
 REAL = Path(__file__).parent / "fixtures" / "vllm026"
 

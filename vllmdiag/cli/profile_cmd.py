@@ -21,12 +21,14 @@ from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
 from vllmdiag.cli.forms import FormGroup, ResumeDirForm
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
-from vllmdiag.cli.run_opts import RunsRootOption, WaitOption
+from vllmdiag.cli.run_opts import AllowContaminatedOption, RunsRootOption, WaitOption
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.jobs.profile import CaptureSettings, ProfileOutcome, Workload, backend, diff_inputs
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.services.proc import Interrupted
+from vllmdiag.spine.rundir import layout
+from vllmdiag.spine.runner.options import RunOptions
 
 _MULTI = ("--legs", "--arms", "--capture", "-c")
 _RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -194,6 +196,7 @@ def capture_cmd(
     ),
     runs_root: Path = RunsRootOption,
     top: int = TopOpt,
+    allow_contaminated: bool = AllowContaminatedOption,
     wait: bool = WaitOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -221,16 +224,14 @@ def capture_cmd(
             steps=CaptureSettings.steps if steps is None else steps,
         )
         with show.ProfileView(human(as_json)) as view:
-            outcome = capture_legs(
-                targets, w, backends, out=out, runs_root=runs_root, top=top, wait=wait,
-                observer=view,
-            )  # fmt: skip
+            run = RunOptions(runs_root=runs_root, allow_contaminated=allow_contaminated, wait=wait)
+            outcome = capture_legs(targets, w, backends, out=out, run=run, top=top, observer=view)
         finish(outcome, as_json)
 
 
 def _new_out(out: Path) -> None:
     """An explicit --out: refused when it already holds a profile run."""
-    for marker in ("profile.json", "journal.jsonl", "run.jsonl"):
+    for marker in ("profile.json", "journal.jsonl", layout.EVENTS):
         if (out / marker).exists():
             raise VllmdiagError(
                 "this directory already holds a profile run",

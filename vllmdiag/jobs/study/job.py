@@ -30,8 +30,8 @@ from vllmdiag.jobs.study.studydir import (
 )
 from vllmdiag.jobs.study.tables import StudyTables
 from vllmdiag.model.outcome import CellResult
-from vllmdiag.spine.journal import host, utc_now
 from vllmdiag.spine.measuring import measuring
+from vllmdiag.spine.rundir import host, utc_now
 from vllmdiag.spine.runner import CellsJob, RunOptions, run_cells
 from vllmdiag.spine.runner.events import CellsEvent
 

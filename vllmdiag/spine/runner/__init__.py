@@ -11,19 +11,21 @@ from vllmdiag.spine.runner.executor import (
     Node,
     NodeLost,
 )
-from vllmdiag.spine.runner.options import CellsJob, FollowUp, RunOptions
+from vllmdiag.spine.runner.hooks import CellHooks, Wrapped
+from vllmdiag.spine.runner.options import CellsJob, RunOptions
 
 __all__ = [
+    "CellHooks",
     "CellRun",
     "CellTask",
     "CellsJob",
     "CellsReport",
     "ClusterExecutor",
     "Executor",
-    "FollowUp",
     "LocalExecutor",
     "Node",
     "NodeLost",
     "RunOptions",
+    "Wrapped",
     "run_cells",
 ]

@@ -20,17 +20,18 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import cells as planmod
+from vllmdiag.readers.hygiene import HygieneSummary
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import Env
-from vllmdiag.spine.journal import JournalSink, RunDir, host
 from vllmdiag.spine.measuring import is_measuring, stopped_by, strays_ended
+from vllmdiag.spine.rundir import JournalSink, RunDir, host
 from vllmdiag.spine.runner.events import (
     CellFinished,
     CellInterrupted,
@@ -45,6 +46,7 @@ from vllmdiag.spine.runner.events import (
     RunStarted,
 )
 from vllmdiag.spine.runner.executor import CellTask, NodeLost, nodes_for
+from vllmdiag.spine.runner.hooks import CellHooks, Wrapped
 from vllmdiag.spine.runner.judge import Judge
 from vllmdiag.spine.runner.leftovers import end_leftovers, run_id_of
 from vllmdiag.spine.runner.legs import NodeLegs, legs_per_node, merged, prepare_nodes
@@ -57,8 +59,11 @@ from vllmdiag.spine.runner.on_node import (
 )
 from vllmdiag.spine.runner.options import CellsJob, RunOptions
 from vllmdiag.spine.runner.pool import CellPool, Finished, Job
-from vllmdiag.spine.runner.readers import HygieneSummary, RunReaders
+from vllmdiag.spine.runner.readers import RunReaders
 from vllmdiag.spine.runner.slots import NodeSlots, Placement, SlotScheduler, gpus_needed
+
+#: The job's own events, journaled and shown beside the runner's (see :mod:`.hooks`).
+E = TypeVar("E")
 
 
 @dataclass(frozen=True)
@@ -82,31 +87,42 @@ def run_cells(
     recipe: Recipe,
     cells: Sequence[planmod.CellPlan],
     options: RunOptions,
-    observer: Observer[CellsEvent] = ignore,
+    observer: Observer[CellsEvent | E] = ignore,
+    hooks: CellHooks[E] | None = None,
     *,
     job: CellsJob | None = None,
 ) -> CellsReport:
-    """Build the cells' legs and run the cells, as ``options`` (the user's) and ``job``
-    (what the job adds; none: a new run directory under ``options.runs_root``) say; see
-    the module's docstring."""
+    """Build the cells' legs and run the cells; see the module's docstring. ``options``:
+    how the cells run, as the user asked; ``job``: the job's run of them (its run
+    directory, its record; none: a new run directory under ``options.runs_root``);
+    ``hooks``: what the job adds to how they run (its events go to ``observer`` and the
+    journal beside the runner's)."""
     if not is_measuring():
         raise VllmdiagError(
             "cells run only inside measuring() (the node lock and stop signals)",
             hint="wrap the job in 'with vllmdiag.spine.measuring.measuring():'",
         )
     RunReaders().check()
-    return _Run(recipe, options, job or CellsJob(), observer).execute(list(cells))
+    return _Run(recipe, options, job or CellsJob(), observer, hooks or CellHooks()).execute(
+        list(cells)
+    )
 
 
-class _Run:
+class _Run(Generic[E]):
     scheduler: SlotScheduler  # set when the cells are placed
 
     def __init__(
-        self, recipe: Recipe, options: RunOptions, job: CellsJob, observer: Observer[CellsEvent]
+        self,
+        recipe: Recipe,
+        options: RunOptions,
+        job: CellsJob,
+        observer: Observer[CellsEvent | E],
+        hooks: CellHooks[E],
     ):
         self.recipe = recipe
         self.opts = options
         self.spec = job
+        self.hooks = hooks
 
         def warn(text: str) -> None:
             observer(Note("warning", text))
@@ -124,7 +140,7 @@ class _Run:
             )
         self.run_id = run_id_of(self.run) if job.resume else uuid.uuid4().hex[:16]
         self.run.keep_secret_digests()
-        self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
+        self.emit: Observer[CellsEvent | E] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
         self.nodes: list[NodeLegs] = []
         self.cluster = False
@@ -153,6 +169,7 @@ class _Run:
                 job=dict(self.spec.record),
             )
         )
+        self.hooks.started(self.run, self.emit)
         strays = strays_ended()
         if strays:
             self.emit(LeftoversEnded(tuple(s.pid for s in strays), tuple(s.tag for s in strays)))
@@ -174,6 +191,11 @@ class _Run:
             interrupted = self._run_all(cells, self.run.finished() if resumed else {})
         except KeyboardInterrupt:
             interrupted = True
+        results = tuple(self.results.get(c.id) or skipped_result(c) for c in self.order or cells)
+        try:
+            self.hooks.finishing(results, self.emit)
+        except KeyboardInterrupt:
+            interrupted = True
         if interrupted:
             self.emit(RunFinished("interrupted", stopped_by() or "SIGINT"))
         else:
@@ -181,7 +203,7 @@ class _Run:
         view = merged(self.nodes) if self.nodes else None
         return CellsReport(
             self.run,
-            tuple(self.results.get(c.id) or skipped_result(c) for c in self.order or cells),
+            results,
             view.envs if view else {},
             view.failures if view else {},
             view.hygiene if view else HygieneSummary(),
@@ -213,11 +235,9 @@ class _Run:
         return self._follow(cell, settled) if settled is not None else []
 
     def _follow(self, cell: planmod.CellPlan, result: CellResult) -> list[Job]:
-        if self.spec.follow_up is None:
-            return []
         jobs = []
         at = next(i for i, c in enumerate(self.order) if c.id == cell.id) + 1
-        for extra in self.spec.follow_up(cell, result):
+        for extra in self.hooks.follow_up(cell, result, self.emit):
             if extra.id in self.plans:
                 continue
             self.plans[extra.id] = extra
@@ -324,9 +344,14 @@ class _Run:
             relay(CellSpawned(cell.id, pid, pid, pid, ticks, node=node.label))
 
         try:
+            wrapped: Wrapped = self.hooks.wrap(cell, task, relay)
             done = self.opts.executor.run(
-                task, on_tick=lambda s: relay(CellTick(cell.id, s, task.log)), on_spawn=spawned
+                wrapped.task,
+                on_tick=lambda s: relay(CellTick(cell.id, s, task.log)),
+                on_spawn=spawned,
             )
+            if not done.interrupted:
+                wrapped.after(done)
         except NodeLost as exc:
             return Finished(self._on(node, error_result(cell, exc.message, c)), lost_node=exc.node)
         except ProcessError as exc:

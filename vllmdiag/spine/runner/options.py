@@ -4,24 +4,18 @@
 and passes to :func:`~vllmdiag.spine.runner.run_cells` unchanged; the command line's
 defaults are its own (``vllmdiag.cli.run_opts`` builds the options from it). What a job
 adds to one call of the runner (its run directory, its record in the journal, how it
-shares the node, its follow-up cells) is a :class:`CellsJob`.
+shares the node) is a :class:`CellsJob`; what it adds to how they run, its
+:class:`~vllmdiag.spine.runner.hooks.CellHooks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vllmdiag.model.outcome import CellResult
-from vllmdiag.plan.cells import CellPlan
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import EnvCache
 from vllmdiag.spine.runner.executor import Executor, LocalExecutor
-
-#: Cells a finished (or reused) cell asks for, run after it on legs already built (e.g. a
-#: profile capture that fell back to another profiler).
-FollowUp = Callable[[CellPlan, CellResult], Sequence[CellPlan]]
 
 
 @dataclass(frozen=True)
@@ -50,8 +44,7 @@ class CellsJob:
     the job adds to the journal's ``run_started`` (its ``job``); ``exclusive``: one cell
     per node at a time, holding all its GPUs (timing runs; a job that only asks pass or
     fail sets it False to share nodes on disjoint GPUs); ``command``: the vllmdiag
-    command that resumes the run (for the hints a stopped run prints); ``follow_up``: see
-    :data:`FollowUp`."""
+    command that resumes the run (for the hints a stopped run prints)."""
 
     out: Path | None = None
     resume: Path | None = None
@@ -59,4 +52,3 @@ class CellsJob:
     record: dict[str, str] = field(default_factory=dict)
     exclusive: bool = True
     command: str = "matrix"
-    follow_up: FollowUp | None = None
