@@ -8,17 +8,12 @@ it and stay fast; ``VLLMDIAG_TEST_UV_CACHE`` names another place.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-UV_CACHE = Path(
-    os.environ.get("VLLMDIAG_TEST_UV_CACHE")
-    or Path(tempfile.gettempdir()) / f"vllmdiag-test-uv-cache-{os.getuid()}"
-)
+from tests.support.paths import UV_CACHE
 
 
 @pytest.fixture(autouse=True)

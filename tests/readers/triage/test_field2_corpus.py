@@ -1,0 +1,74 @@
+"""Triage on the held-out corpus (``fixtures/logs/field2/truth.yaml``): real failure logs
+from threads of projects that run vLLM, none used to build the readers, each read by hand
+(root cause, and whose fault it is) before triage ran on it. Every entry is asserted; an
+``expected_miss`` entry counts as a miss, and the totals are asserted too."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.support import field_score as fs
+from tests.support.paths import FIXTURES, REPO
+
+FIELD = FIXTURES / "logs" / "field"
+README = REPO / "README.md"
+TRUTH = fs.load_truth(fs.FIELD2)
+MIN_ROOT_CAUSE = 0.95
+
+
+def test_truth_file_is_whole_and_held_out() -> None:
+    files = {p.name for p in fs.FIELD2.glob("*.log")}
+    assert {e["file"] for e in TRUTH} == files
+    assert len(TRUTH) >= 60
+    sources = [e["source"] for e in TRUTH]
+    assert len(set(sources)) == len(sources), "one log per thread"
+    used = {e["source"] for e in fs.load_truth(FIELD)}
+    assert not used & set(sources), "no thread of the corpus the readers were built on"
+    for e in TRUTH:
+        assert e["source"].startswith("https://github.com/"), e
+        assert e["blame"] in fs.BLAMES, e
+        assert e.get("why"), e
+        if not e.get("unknowable"):
+            assert e["evidence"] in fs.EVIDENCE, e
+            assert {"type", "message", "process"} <= set(e), e
+        else:
+            assert e["blame"] == "unknown", e
+
+
+@pytest.mark.parametrize("entry", TRUTH, ids=[e["file"] for e in TRUTH])
+def test_field2_log_root_cause(entry: dict[str, Any]) -> None:
+    wrong = fs.root_cause_wrong(entry, fs.library_triage(fs.FIELD2 / entry["file"]))
+    if entry.get("expected_miss"):
+        pytest.xfail(entry["expected_miss"])
+    assert not wrong, "\n".join(wrong)
+
+
+def test_root_cause_is_right_for_95_percent_and_the_readme_says_so() -> None:
+    score = fs.score(fs.FIELD2, fs.library_triage)
+    assert score.right >= MIN_ROOT_CAUSE * score.total, score.lines()
+    misses = {f for f, _ in score.misses}
+    assert misses == {e["file"] for e in TRUTH if e.get("expected_miss")}, score.lines()
+    m = re.search(r"root cause of\s+(\d+)\s+of\s+(\d+)\s+held-out\s+logs", README.read_text())
+    assert m is not None, "README's triage paragraph states the held-out score"
+    assert (int(m[1]), int(m[2])) == (score.right, score.total), score.lines()
+
+
+def test_the_scoring_helper_reads_the_clis_own_json() -> None:
+    entry = next(e for e in TRUTH if e["file"].startswith("dynamo_1471"))
+    via_cli = fs.cli_triage(fs.FIELD2 / entry["file"])
+    assert via_cli["root_cause"] == fs.library_triage(fs.FIELD2 / entry["file"])["root_cause"]
+    assert fs.root_cause_wrong(entry, via_cli) == []
+
+
+def test_readme_states_the_blame_agreement_on_the_held_out_corpus() -> None:
+    """Whose fault it is, against the hand reading: the figure the README states (the
+    issue's 90 % is not reached yet; the misses are listed by ``field_score.py``)."""
+    score = fs.score(fs.FIELD2, fs.library_triage)
+    m = re.search(
+        r"agrees with the hand reading for\s+(\d+) of (\d+)\s+held-out", README.read_text()
+    )
+    assert m is not None, "README states the held-out blame agreement"
+    assert (int(m[1]), int(m[2])) == (score.blame_agree, score.blamed), score.lines()
