@@ -37,12 +37,13 @@ json.dump({"elapsed_time": 2.0, "num_requests": n, "total_num_tokens": n * (per_
 
 
 def _recipe(tmp_path: Path, workloads: str) -> Path:
-    body = """\
+    head = """\
     baseline: {leg: here}
     metrics:
       - {name: tokens_per_second, json: throughput.json, key: tokens_per_second}
     workloads:
-    """ + textwrap.indent(textwrap.dedent(workloads), "      ")
+    """
+    body = textwrap.dedent(head) + textwrap.indent(textwrap.dedent(workloads), "  ")
     return write_recipe(
         tmp_path,
         body,
