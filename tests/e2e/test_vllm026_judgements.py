@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from tests.support.paths import FIXTURES
 from vllmdiag.cli.app import app
 from vllmdiag.model.outcome import Outcome
-from vllmdiag.spine.journal import load_result
+from vllmdiag.spine.rundir import load_result
 
 REAL = FIXTURES / "vllm026"
 

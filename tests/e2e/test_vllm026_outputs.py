@@ -24,7 +24,7 @@ from vllmdiag.readers.fingerprint import fingerprint_diff, fingerprint_file
 from vllmdiag.readers.fingerprint.startup import dominant
 from vllmdiag.readers.traces.cxxnames import is_signature
 from vllmdiag.readers.triage import triage_file
-from vllmdiag.spine.journal import load_result
+from vllmdiag.spine.rundir import load_result
 
 REAL = FIXTURES / "vllm026"
 KV = REAL / "kv-starved"

@@ -20,7 +20,7 @@ from vllmdiag.jobs.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.jobs.matrix import plan_matrix as plan
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.services.config import load_recipe
-from vllmdiag.spine.journal import load_result, record_name
+from vllmdiag.spine.rundir import load_result, record_name
 from vllmdiag.spine.runner.events import CellFinished, CellTick
 
 

@@ -32,6 +32,7 @@ from vllmdiag.jobs.matrix.rejudge import rejudge
 from vllmdiag.plan.bench_check import recipe_warnings
 from vllmdiag.services.config import load_recipe, numbers
 from vllmdiag.services.proc import Interrupted
+from vllmdiag.spine.rundir import layout
 from vllmdiag.spine.runner.slots import check_gpu_count
 
 
@@ -161,8 +162,8 @@ def matrix(
         if report.cells_run == 0:
             console.print(
                 "[bold red]error:[/] no cell could run: every cell is an error "
-                f"(see {report.run_dir / 'summary.md'} and the legs' logs under "
-                f"{report.run_dir / 'envs'})",
+                f"(see {report.run_dir / layout.SUMMARY_MD} and the legs' logs under "
+                f"{layout.envs_dir(report.run_dir)})",
                 highlight=False,
             )
             raise typer.Exit(1)

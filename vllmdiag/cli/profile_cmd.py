@@ -26,6 +26,7 @@ from vllmdiag.errors import VllmdiagError
 from vllmdiag.jobs.profile import CaptureSettings, ProfileOutcome, Workload, backend, diff_inputs
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.services.proc import Interrupted
+from vllmdiag.spine.rundir import layout
 
 _MULTI = ("--legs", "--arms", "--capture", "-c")
 _RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -203,6 +204,9 @@ def capture_cmd(
     ),
     runs_root: Path = RunsRootOpt,
     top: int = TopOpt,
+    allow_contaminated: bool = typer.Option(
+        False, "--allow-contaminated", help="Capture even if a leg fails its hygiene check."
+    ),
     wait: bool = WaitOpt,
     as_json: bool = JsonOption,
 ) -> None:
@@ -232,14 +236,14 @@ def capture_cmd(
         with show.ProfileView(human(as_json)) as view:
             outcome = capture_legs(
                 targets, w, backends, out=out, runs_root=runs_root, top=top, wait=wait,
-                observer=view,
+                allow_contaminated=allow_contaminated, observer=view,
             )  # fmt: skip
         finish(outcome, as_json)
 
 
 def _new_out(out: Path) -> None:
     """An explicit --out: refused when it already holds a profile run."""
-    for marker in ("profile.json", "journal.jsonl", "run.jsonl"):
+    for marker in ("profile.json", "journal.jsonl", layout.EVENTS):
         if (out / marker).exists():
             raise VllmdiagError(
                 "this directory already holds a profile run",

@@ -52,6 +52,7 @@ from vllmdiag.jobs.study.render import coverage_grid, metric_grid
 from vllmdiag.jobs.study.study_plan import bench_warnings
 from vllmdiag.services.config import numbers
 from vllmdiag.services.proc import Interrupted
+from vllmdiag.spine.rundir import layout
 
 
 class _StudyGroup(FormGroup):
@@ -201,7 +202,7 @@ def _finish(console: Console, report: StudyReport) -> None:
         console.print(
             Text("error: ", style="bold red").append(
                 "no cell of this batch could run: every cell is an error (see "
-                f"{report.batch_dir / 'envs'} and each cell's log)"
+                f"{layout.envs_dir(report.batch_dir)} and each cell's log)"
             ),
             highlight=False,
         )

@@ -22,8 +22,7 @@ from vllmdiag.model.hang import HangReport
 from vllmdiag.readers.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
 from vllmdiag.readers.triage.attribution import group, labelled_logs, with_outcome
 from vllmdiag.readers.triage.blame import blame_text
-from vllmdiag.spine.journal import learn_secrets_near
-from vllmdiag.spine.runner.hang_cause import recorded_hang
+from vllmdiag.spine.rundir import learn_secrets_near, recorded_hang, recorded_outcome
 
 
 def triage(
@@ -122,7 +121,7 @@ def _triage_all(
         results.append(triage_file(STDIN, cat, stream=sys.stdin.buffer))
         labels[STDIN] = "(stdin)"
     for f, label in found:
-        results.append(with_outcome(triage_file(f, cat), f))
+        results.append(with_outcome(triage_file(f, cat), recorded_outcome(f)))
         labels[str(f)] = label
     return results, labels
 

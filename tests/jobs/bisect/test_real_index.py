@@ -101,6 +101,38 @@ def test_metric_regression() -> None:
     assert bad.value == 61.5 and "ratio=0.615" in bad.detail
 
 
+def test_a_command_step_is_a_run_of_cells_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a relative script (the directory bisect was started in) that prints its metric as
+    # JSON: the braces of the command reach it as written
+    (tmp_path / "score.py").write_text(
+        "import json, sys, packaging\n"
+        "fast = int(packaging.__version__.split('.')[0]) < 22\n"
+        "print(sys.argv[1]); print(json.dumps({'score': 100.0 if fast else 61.5}))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    check = ("python", "score.py", "{literal}")
+    report = bisect_releases(
+        BisectRequest(
+            "packaging", "21.0", "23.0", check, metric="score", threshold=0.9, repeat=2, fresh=True
+        )
+    )
+    assert (report.last_good, report.first_bad) == ("21.3", "22.0")
+    bad = next(s for s in report.steps if s.version == "22.0")
+    assert bad.values == (61.5, 61.5) and bad.rcs == (0, 0)
+    # the step's run directory: the runner's journal, one cell per repeat, judged
+    step = report.journal.parent / "22.0"
+    kinds = [json.loads(line)["event"] for line in (step / "run.jsonl").read_text().splitlines()]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert kinds.count("cell_finished") == 2
+    result = json.loads((step / "cells" / "run1" / "result.json").read_text())
+    assert result["outcome"] == "pass" and result["metrics"] == {"score": 61.5}
+    log = (step / "cells" / "run1" / "log.txt").read_text()
+    assert log.count("# vllmdiag: cell started") == 1 and "{literal}" in log
+    assert (report.journal.parent / "22.0.install.log").read_text().startswith("env ")
+
+
 RECIPE = """\
 name: legacy-version
 question: Which packaging release dropped LegacyVersion?

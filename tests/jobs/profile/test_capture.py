@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from tests.support.paths import REPO
 from vllmdiag.cli.app import app
 from vllmdiag.jobs.profile.capture import Backend
-from vllmdiag.jobs.profile.capture_executor import Workload, capture
+from vllmdiag.jobs.profile.capture_task import Workload, capture
 from vllmdiag.jobs.profile.events import CaptureFallback, CaptureFinished, CaptureStarted
 from vllmdiag.jobs.profile.run import LegTarget, capture_legs
 from vllmdiag.readers.traces import kineto, leg, pyspy
@@ -60,7 +60,13 @@ def test_two_legs_torch_capture_and_nsys_fallback(tmp_path: Path) -> None:
     assert run is not None
     by = {(c.leg, c.backend): c for c in run.captures}
     kinds = [e["event"] for e in _events(tmp_path)]
-    assert kinds[0] == "profile_started" and not (tmp_path / "journal.jsonl").exists()
+    # each capture is an ordinary cell of the runner: one journal, the runner's and the
+    # profile's events in it
+    assert kinds[:2] == ["run_started", "profile_started"] and kinds[-1] == "run_finished"
+    assert not (tmp_path / "journal.jsonl").exists()
+    finished = [e["result"] for e in _events(tmp_path) if e["event"] == "cell_finished"]
+    assert [r["id"] for r in finished] == [
+        "manual.nsys", "manual.torch", "sdpa.nsys", "sdpa.torch"][-len(finished):]  # fmt: skip
     if shutil.which("nsys") is None:
         # no nsys here: the capture says so, leaves a FAILED marker, and torch takes over
         failed = by[("manual", Backend.NSYS)]
@@ -154,8 +160,19 @@ def test_cli_capture_on_existing_envs_refuses_a_cpu_diff(tmp_path: Path) -> None
     assert "zero GPU kernels" in res.output
     run = json.loads((out / "profile.json").read_text())
     assert [c["ok"] for c in run["captures"]] == [True, True]
-    kinds = [e["event"] for e in _events(out)]
-    assert kinds == ["profile_started", *["capture_started", "capture_finished"] * 2]
+    events = _events(out)
+    kinds = [e["event"] for e in events]
+    assert kinds[:2] == ["run_started", "profile_started"] and kinds[-1] == "run_finished"
+    # each side one cell: started, captured, judged, in that order
+    per_cell = [k for k in kinds if k in ("cell_started", "capture_started", "capture_finished",
+                                          "cell_finished")]  # fmt: skip
+    assert per_cell == ["cell_started", "capture_started", "capture_finished", "cell_finished"] * 2
+    finished = [e["result"] for e in events if e["event"] == "cell_finished"]
+    assert [(r["id"], r["outcome"]) for r in finished] == [("a.torch", "pass"), ("b.torch", "pass")]
+    log = (out / "cells" / "a.torch" / "log.txt").read_text()
+    header = log.splitlines()[:2]
+    assert header[0].startswith("# vllmdiag: cell started ") and header[1].startswith("$ ")
+    assert log.count("# vllmdiag: cell started") == 1  # one header: the command as wrapped
 
 
 def test_profile_recipe_legs(tmp_path: Path) -> None:

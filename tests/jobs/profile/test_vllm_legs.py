@@ -158,7 +158,7 @@ def test_baseline_vs_an_arm_on_one_leg(legs: dict[str, Path], tmp_path: Path) ->
     events = [json.loads(x) for x in (run_dir / "run.jsonl").read_text().splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds[:2] == ["run_started", "profile_started"] and kinds[-1] == "run_finished"
-    assert events[0]["executor"] == "capture" and events[0]["job"]["job"] == "profile"
+    assert events[0]["executor"] == "local" and events[0]["job"]["job"] == "profile"
     assert events[1]["sides"] == ["baseline: leg v026, baseline flags",
                                   "enforce-eager: leg v026, arm enforce-eager"]  # fmt: skip
     first = kinds.index("cell_started")

@@ -15,6 +15,7 @@ from tests.support.paths import FIXTURES, REPO
 from vllmdiag.cli.app import app
 from vllmdiag.readers.triage import attribute, triage_file
 from vllmdiag.services import proc
+from vllmdiag.spine.rundir import recorded_outcome
 
 LOGS = FIXTURES / "logs"
 THRMMA = LOGS / "b200_018_whisper_thrmma.log"
@@ -103,7 +104,8 @@ def test_a_passed_cell_is_reported_as_passed(tmp_path: Path) -> None:
     _cell(tmp_path, "ok", "pass", quiet)
     _cell(tmp_path, "broken", "fail", THRMMA.read_bytes())
     _cell(tmp_path, "unknown", "fail", quiet)
-    att = attribute([tmp_path])
+    assert attribute([tmp_path]).passed == ()  # the logs alone
+    att = attribute([tmp_path], recorded=recorded_outcome)  # and what the run recorded
     assert att.passed == ("ok",)
     assert [g.members for g in att.groups] == [("broken",)]
     assert [u.member for u in att.unattributed] == ["unknown"]

@@ -352,7 +352,7 @@ def test_fingerprint_shows_the_wait_until_the_kill(tmp_path: Path) -> None:
 
 
 def test_a_fresh_attempt_keeps_the_previous_attempts_dumps_apart(tmp_path: Path) -> None:
-    from vllmdiag.spine.journal import RunDir
+    from vllmdiag.spine.rundir import RunDir
 
     run = RunDir.create("t", out=tmp_path / "run", runs_root=tmp_path)
     run.prepare_cell("c1")

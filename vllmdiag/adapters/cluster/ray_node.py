@@ -20,7 +20,7 @@ from vllmdiag.readers.hygiene import DoctorReport
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import Env, EnvEvent
 from vllmdiag.services.envs.spec import LegSpec
-from vllmdiag.spine.journal import RunDir
+from vllmdiag.spine.rundir import RunDir
 from vllmdiag.spine.runner.executor import NodeLost
 
 #: The most one call moves of a log or output file (memory stays bounded by it).

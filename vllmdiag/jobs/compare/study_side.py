@@ -11,7 +11,9 @@ from vllmdiag.jobs.compare.results import ResultPoint, table_from_results
 from vllmdiag.jobs.compare.tables import Direction, ResultTable
 from vllmdiag.jobs.study.generate import study_tables
 from vllmdiag.jobs.study.plan import Slot
+from vllmdiag.jobs.study.studydir import batch_path
 from vllmdiag.jobs.study.tables import MetricTable, StudyTables
+from vllmdiag.spine.rundir import layout
 
 
 def study_table(path: Path, table: str | None = None) -> ResultTable:
@@ -25,7 +27,7 @@ def study_table(path: Path, table: str | None = None) -> ResultTable:
             choice = tables.selection.choice(Slot(leg, row.model, row.workload))
             ref = choice.canonical if choice is not None else None
             where = (
-                str(path / "batches" / ref.batch / "cells" / ref.cells[0] / "result.json")
+                str(layout.result_file(batch_path(path, ref.batch), ref.cells[0]))
                 if ref is not None
                 else str(path / "CANONICAL.md")
             )

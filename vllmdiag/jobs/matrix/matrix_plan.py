@@ -13,6 +13,7 @@ from vllmdiag.plan import command as cmdmod
 from vllmdiag.plan.planned import PlannedCell, PlannedLeg
 from vllmdiag.readers.legs.legs_seen import see
 from vllmdiag.services.envs.cache import EnvCache
+from vllmdiag.spine.rundir import layout
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def plan_matrix(
             name=cell.workload,
             flags=cell.flags,
             env=cell.env,
-            out_dir=(run_dir or Path("<run>")) / "cells" / cell.id / "out",
+            out_dir=layout.cell_out(run_dir or Path("<run>"), cell.id),
             recipe_dir=recipe.recipe_dir,
             leg=leg,
         )

@@ -17,9 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from vllmdiag.errors import RunDirError
 from vllmdiag.jobs.matrix.job import MatrixReport
 from vllmdiag.jobs.matrix.summary import write_summaries
 from vllmdiag.model.outcome import CellResult
@@ -28,21 +26,19 @@ from vllmdiag.model.stack import EnvRecord
 from vllmdiag.model.verdict import MetricInfo, Verdict, decide
 from vllmdiag.plan import arm_infos, expand
 from vllmdiag.plan.cells import arm_leg
-from vllmdiag.readers.legs.env_record import env_record
-from vllmdiag.services import atomic
-from vllmdiag.spine.journal import EVENTS, RunDir
+from vllmdiag.spine.rundir import RunDir, layout, require_manifest
+from vllmdiag.spine.rundir import ends as run_ends
 from vllmdiag.spine.runner.on_node import skipped_result
 from vllmdiag.spine.runner.readers import inert_from
 from vllmdiag.spine.runner.reread import reread
 
-MANIFEST = "manifest.json"
+HINT = "give the directory a 'vllmdiag matrix RECIPE' run wrote (it holds manifest.json)"
 
 
 def rejudge(path: Path, warn: Callable[[str], None] | None = None) -> MatrixReport:
     """The run at ``path`` decided again; its summaries and verdict rewritten."""
-    manifest = _manifest(path)
-    recipe = _recipe(path, manifest)
-    envs = _envs(path, manifest)
+    manifest, recipe = require_manifest(path, HINT)
+    envs = manifest.envs
     run = RunDir(path, warn)
     found = run.finished()
     results = []
@@ -50,10 +46,9 @@ def rejudge(path: Path, warn: Callable[[str], None] | None = None) -> MatrixRepo
         got = found.get(plan.id)
         results.append(reread(path, _local_log(path, got)) if got else skipped_result(plan))
     verdict = _decide(recipe, results, envs)
-    events = run.events() if (path / EVENTS).is_file() else []
-    ends = [e for e in events if e.get("event") == "run_finished"]
-    status = str(ends[-1].get("status", "")) if ends else "interrupted"
-    stopped = ends[-1].get("stopped_by") if ends else None
+    ends = [e for e in run_ends(run.journal()) if not e.refused]
+    status = ends[-1].status if ends else "interrupted"
+    stopped = ends[-1].stopped_by if ends else None
     report = MatrixReport(
         recipe=recipe.name,
         question=recipe.question,
@@ -64,7 +59,7 @@ def rejudge(path: Path, warn: Callable[[str], None] | None = None) -> MatrixRepo
         envs=envs,
         verdict=verdict,
         interrupted=status != "complete",
-        stopped_by=str(stopped) if stopped else None,
+        stopped_by=stopped,
     )
     write_summaries(run, report, recipe)
     run.event("verdict_recomputed", cells=len(found), mode=verdict.mode.value)
@@ -100,48 +95,5 @@ def _local_log(path: Path, result: CellResult) -> CellResult:
     """A run directory that moved (a fixture) still has each cell's log beside it."""
     if result.log and Path(result.log).is_file():
         return result
-    here = path / "cells" / result.id / "log.txt"
+    here = layout.cell_log(path, result.id)
     return replace(result, log=str(here)) if here.is_file() else result
-
-
-def _manifest(path: Path) -> dict[str, Any]:
-    file = path / MANIFEST
-    hint = "give the directory a 'vllmdiag matrix RECIPE' run wrote (it holds manifest.json)"
-    if not path.is_dir():
-        raise RunDirError("no such run directory", where=str(path), hint=hint)
-    try:
-        data = atomic.read_json(file)
-    except FileNotFoundError:
-        raise RunDirError(f"no {MANIFEST}: not a matrix run", where=str(path), hint=hint) from None
-    except (OSError, ValueError) as exc:
-        first = str(exc).splitlines()[0]
-        raise RunDirError(f"unreadable ({first})", where=str(file), hint=hint) from None
-    if not isinstance(data, dict) or not isinstance(data.get("recipe"), dict):
-        raise RunDirError("holds no recipe", where=str(file), hint=hint)
-    return data
-
-
-def _recipe(path: Path, manifest: dict[str, Any]) -> Recipe:
-    try:
-        return Recipe.model_validate(manifest["recipe"])
-    except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise RunDirError(
-            f"its recipe does not load ({first})",
-            where=str(path / MANIFEST),
-            hint="the run was written by another vllmdiag; decide it with that one",
-        ) from None
-
-
-def _envs(path: Path, manifest: dict[str, Any]) -> dict[str, EnvRecord]:
-    out = {}
-    raw = manifest.get("envs")
-    for key, data in (raw if isinstance(raw, dict) else {}).items():
-        try:
-            out[str(key)] = env_record(data)
-        except (ValueError, TypeError) as exc:
-            first = str(exc).splitlines()[0]
-            raise RunDirError(
-                f"leg record {key} unreadable ({first})", where=str(path / MANIFEST)
-            ) from None
-    return out

@@ -9,15 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from vllmdiag import codec
 from vllmdiag.model.noise import HOW_TO_MEASURE
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import cuda_build
 from vllmdiag.model.verdict import Square, Verdict
 from vllmdiag.readers.triage.blame import blame_text
-from vllmdiag.services import redact
-from vllmdiag.spine.journal import RunDir
+from vllmdiag.spine.rundir import RunDir, ended
 
 if TYPE_CHECKING:
     from vllmdiag.jobs.matrix.job import MatrixReport
@@ -178,19 +176,16 @@ def ended_processes(run: RunDir) -> list[str]:
     """One line per journaled end of processes left running: a cell's own (swept when it
     ended) and an earlier, killed run's (when this one started or resumed)."""
     out = []
-    for ev in run.events():
-        pids = ev.get("pids")
-        if not isinstance(pids, list) or not pids:
-            continue
-        listed = ", ".join(str(p) for p in pids)
-        if ev.get("event") == "cell_swept":
+    for end in ended(run.journal()):
+        listed = ", ".join(str(p) for p in end.pids)
+        if end.cell is not None:
             out.append(
-                f"- `{ev.get('id')}`: ended {len(pids)} process(es) it started that outlived "
+                f"- `{end.cell}`: ended {len(end.pids)} process(es) it started that outlived "
                 f"it (pids {listed})"
             )
-        elif ev.get("event") == "leftovers_ended":
+        else:
             out.append(
-                f"- before the cells ran: ended {len(pids)} process(es) an earlier, killed "
+                f"- before the cells ran: ended {len(end.pids)} process(es) an earlier, killed "
                 f"run left running (pids {listed})"
             )
     return out
@@ -199,9 +194,8 @@ def ended_processes(run: RunDir) -> list[str]:
 def write_summaries(run: RunDir, report: MatrixReport, recipe: Recipe) -> None:
     """Shareable files: no secret, no home path (``~``), no host or user name."""
     md = markdown(report, recipe)
-    ended = ended_processes(run)
-    if ended:
-        md += "\n## Processes ended\n\n" + "\n".join(ended) + "\n"
-    run.write_text("summary.md", redact.shareable(md))
-    run.write_text("summary.txt", redact.shareable(text(report)))
-    run.write_json("verdict.json", redact.shareable_data(codec.dump(report.verdict)))
+    lines = ended_processes(run)
+    if lines:
+        md += "\n## Processes ended\n\n" + "\n".join(lines) + "\n"
+    run.write_summaries(md, text(report))
+    run.write_verdict(report.verdict)

@@ -17,11 +17,13 @@ Comparing, pure: :mod:`vllmdiag.jobs.profile.diff`: ``time_diff`` with ``pairing
 ``captures`` diffs two captures; ``steptimes`` judges the step-time change.
 
 Capturing: :mod:`capture` says how a backend runs a workload (vLLM's own profiler
-switched on through :mod:`vllm_probe` / :mod:`vllm_flags`), :mod:`capture_executor`
-runs it as a cell; :mod:`sides` takes a recipe's two sides from the plan layer,
-:mod:`recipe_run` runs them through the cell runner, :mod:`run` captures on existing
-environments without a recipe. Both emit :mod:`events` into the run directory's
-``run.jsonl``, end in :mod:`outcome` and write :mod:`results` (``profile.json``);
+switched on through :mod:`vllm_probe` / :mod:`vllm_flags`), :mod:`capture_task` wraps a
+cell's task under it, and :mod:`hooks` are what a profile adds to the cell runner (the
+wrap, the fallback to torch, its events); :mod:`sides` takes a recipe's two sides from
+the plan layer, :mod:`recipe_run` runs them as cells, :mod:`run` runs captures on
+existing environments (``path:`` legs of a recipe of one command) as cells of the same
+runner. Both emit :mod:`events` into the runner's one ``run.jsonl``, end in
+:mod:`outcome` and write :mod:`results` (``profile.json``);
 :mod:`diff_command` is ``vllmdiag profile diff``.
 """
 
@@ -36,7 +38,7 @@ _EXPORTS = {
     "CaptureResult": "vllmdiag.jobs.profile.capture",
     "CaptureSettings": "vllmdiag.jobs.profile.capture",
     "backend": "vllmdiag.jobs.profile.capture",
-    "Workload": "vllmdiag.jobs.profile.capture_executor",
+    "Workload": "vllmdiag.jobs.profile.capture_task",
     "CaptureFallback": "vllmdiag.jobs.profile.events",
     "CaptureFinished": "vllmdiag.jobs.profile.events",
     "CaptureStarted": "vllmdiag.jobs.profile.events",
@@ -97,7 +99,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from vllmdiag.jobs.profile.capture import Backend, CaptureResult, CaptureSettings, backend
-    from vllmdiag.jobs.profile.capture_executor import Workload
+    from vllmdiag.jobs.profile.capture_task import Workload
     from vllmdiag.jobs.profile.diff.report import CpuDiff, DiffReport, GpuDiff
     from vllmdiag.jobs.profile.diff.steptimes import Spread
     from vllmdiag.jobs.profile.diff_command import diff_inputs, diff_run

@@ -5,7 +5,7 @@ adds the NVTX/``record_function`` phases; a vLLM command line gets its own profi
 switched on in the spelling that leg's CLI shows, :mod:`vllm_probe`), ``nsys`` and
 ``py-spy`` (either kind of workload, wrapped). Pure but for asking the leg's vLLM how
 its profiler is spelled and exporting an nsys report; the capture itself runs through
-:mod:`vllmdiag.jobs.profile.capture_executor`.
+:mod:`vllmdiag.jobs.profile.capture_task`.
 
 A capture's outcome is a frozen :class:`CaptureResult`; a failed one says why and never
 leaves files that read as a result (an nsys run that could not finalize its report has

@@ -1,12 +1,12 @@
-"""The end of every capture run: its warnings said, ``profile.json`` written, and
-(unless it was stopped) its first two sides diffed."""
+"""The end of every capture run: ``profile.json`` written with its warnings (said in the
+run's journal before it ended, :mod:`hooks`), and (unless it was stopped) its first two
+sides diffed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from vllmdiag.events import Note, Observer
 from vllmdiag.jobs.profile.capture import Backend, CaptureResult
 from vllmdiag.jobs.profile.diff.report import CpuDiff, GpuDiff
 from vllmdiag.jobs.profile.diff_command import diff_run
@@ -28,17 +28,14 @@ def outcome_of(
     run_dir: Path,
     captures: Sequence[CaptureResult],
     top: int,
-    emit: Observer[Note],
     *,
     cells: Sequence[CellResult] = (),
     interrupted: bool = False,
     stopped_by: str | None = None,
 ) -> ProfileOutcome:
-    """The end of a capture run: its warnings said, ``profile.json`` written, and (unless
-    it was stopped) its first two sides diffed."""
+    """The end of a capture run: ``profile.json`` written, and (unless it was stopped)
+    its first two sides diffed."""
     warnings = window_warnings(captures)
-    for w in warnings:
-        emit(Note("warning", w))
     run = ProfileRun(run_dir, tuple(captures), warnings)
     write_run(run)
     result = None if interrupted else diff_run(run, top)

@@ -1,12 +1,16 @@
 """``vllmdiag profile capture --leg NAME=PATH ...``: one workload on existing
 environments, no recipe.
 
-The thin path beside a recipe's profile (:mod:`recipe_run`): the same capture executor,
-the same run directory (``run.jsonl`` through :class:`~vllmdiag.spine.journal.RunDir` and
-:class:`~vllmdiag.spine.journal.JournalSink`, ``cells/<side>.<backend>/`` per capture,
-``profile.json``), the same events, under :func:`~vllmdiag.spine.measuring.measuring`; only
-no recipe, so no cells are planned, judged or resumed. A side whose capture fails says
-why and the others' data is kept; a failed nsys capture is followed by a torch one.
+The thin path beside a recipe's profile (:mod:`recipe_run`), on the same runner: the
+targets become ``path:`` legs of a recipe of one workload (the command as given, its
+braces kept literal), each (side, backend) one cell of
+:func:`~vllmdiag.spine.runner.run_cells` with the profile's
+:class:`~vllmdiag.jobs.profile.hooks.ProfileHooks`: legs checked for hygiene, each cell
+run in its own process group, judged and journaled in ``run.jsonl`` as any cell
+(``cells/<side>.<backend>/``), then ``profile.json``. The commands run in the directory
+vllmdiag was started in (a script's relative paths mean what they meant there). A side
+whose capture fails says why and the others' data is kept; a failed nsys capture is
+followed by a torch one.
 """
 
 from __future__ import annotations
@@ -15,18 +19,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.events import Note, Observer, fan_out, ignore
-from vllmdiag.jobs.profile.capture import Backend, CaptureResult, CaptureUnavailable, fallback
-from vllmdiag.jobs.profile.capture_executor import CaptureExecutor, CellCapture, Workload
-from vllmdiag.jobs.profile.events import CaptureFallback, ProfileEvent, ProfileStarted
+from vllmdiag.events import Observer, ignore
+from vllmdiag.jobs.profile.capture import Backend
+from vllmdiag.jobs.profile.capture_task import CaptureWrap, Workload
+from vllmdiag.jobs.profile.events import ProfileEvent, ProfileStarted
+from vllmdiag.jobs.profile.hooks import ProfileHooks
 from vllmdiag.jobs.profile.outcome import outcome_of
 from vllmdiag.jobs.profile.results import ProfileOutcome
+from vllmdiag.model.recipe import Baseline, LegConfig, Recipe, WorkloadConfig, check_name
+from vllmdiag.model.verdict import BASELINE
+from vllmdiag.plan.cells import CellPlan
 from vllmdiag.services import proc
 from vllmdiag.services.envs import EnvCache, LegSpec
-from vllmdiag.spine.journal import JournalSink, RunDir
 from vllmdiag.spine.measuring import measuring
-from vllmdiag.spine.runner.executor import CellTask
+from vllmdiag.spine.runner import RunOptions, run_cells
+
+#: The one workload of a capture run's recipe.
+WORKLOAD = "capture"
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,7 @@ def targets_from_paths(values: Sequence[str], cache: EnvCache | None = None) -> 
                 f"--leg takes NAME=PATH, not {value!r}",
                 hint="e.g. --leg old=/opt/venvs/vllm-0.18 (a venv or its python)",
             )
+        _check_side(name)
         env = (cache or EnvCache()).ensure(LegSpec(name, existing=Path(path).expanduser()))
         out.append(LegTarget(name, env.python))
     names = [t.name for t in out]
@@ -54,6 +67,14 @@ def targets_from_paths(values: Sequence[str], cache: EnvCache | None = None) -> 
         raise VllmdiagError(f"side names must differ: {', '.join(names)}",
                             hint="give each --leg its own NAME")  # fmt: skip
     return out
+
+
+def _check_side(name: str) -> None:
+    """A side names a leg and its cells' directories."""
+    try:
+        check_name("leg", name)
+    except ValueError as exc:
+        raise VllmdiagError(f"--leg {name}=...: {exc}", where="--leg") from None
 
 
 def capture_legs(
@@ -67,6 +88,8 @@ def capture_legs(
     timeout: float = 3600,
     grace_s: float = proc.DEFAULT_GRACE_S,
     wait: bool = False,
+    allow_contaminated: bool = False,
+    cache: EnvCache | None = None,
     observer: Observer[ProfileEvent] = ignore,
 ) -> ProfileOutcome:
     """Capture ``workload`` on every target serially, then diff the first two sides."""
@@ -77,59 +100,56 @@ def capture_legs(
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
         raise VllmdiagError(f"side names must differ: {', '.join(names)}")
+    for name in names:
+        _check_side(name)
+    recipe = capture_recipe(targets, workload, timeout)
+    what = shown(workload)
+    sides = tuple(f"{t.name}: {t.python}" for t in targets)
+
+    def started(run_dir: Path) -> ProfileStarted:
+        return ProfileStarted(run_dir, sides, what, tuple(backends), workload.warmup,
+                              workload.steps)  # fmt: skip
+
+    hooks = ProfileHooks(CaptureWrap(workload.settings, workdir=Path.cwd()), backends, started)
+    script = workload.script is not None
+    cells = [hooks.cell(_side_cell(t, workload), t.name, b, script) for t in targets
+             for b in backends]  # fmt: skip
+    job = {"job": "profile capture", "workload": what, "sides": "; ".join(sides),
+           "capture": ",".join(b.value for b in backends), "warmup": str(workload.warmup),
+           "steps": str(workload.steps)}  # fmt: skip
+    options = RunOptions(out=out, runs_root=runs_root, name="profile-capture", grace_s=grace_s,
+                         allow_contaminated=allow_contaminated, cache=cache or EnvCache(),
+                         job=job, command="profile capture")  # fmt: skip
     with measuring(wait=wait, observer=observer) as stop:
-        run = RunDir.create("profile-capture", out=out, runs_root=runs_root,
-                            warn=lambda text: observer(Note("warning", text)),
-                            command="profile capture")  # fmt: skip
-        emit: Observer[ProfileEvent] = fan_out(JournalSink(run), observer)
-        what = shown(workload)
-        sides = tuple(f"{t.name}: {t.python}" for t in targets)
-        emit(ProfileStarted(run.path, sides, what, tuple(backends), workload.warmup,
-                            workload.steps))  # fmt: skip
-        executor = CaptureExecutor(workload.settings, emit, workdir=Path.cwd())
-        captures: list[CaptureResult] = []
-        interrupted = False
-        try:
-            for target in targets:
-                todo = list(backends)
-                while todo:
-                    which = todo.pop(0)
-                    got = _one(run, executor, target, workload, which, timeout, grace_s)
-                    captures.append(got)
-                    instead = fallback(which, got, backends)
-                    if instead is not None:
-                        emit(CaptureFallback(target.name, which, instead, got.reason or ""))
-                        todo.insert(0, instead)
-        except KeyboardInterrupt:
-            interrupted = True
-    return outcome_of(run.path, captures, top, emit, interrupted=interrupted,
-                      stopped_by=(stop.signame or "SIGINT") if interrupted else None)  # fmt: skip
+        ran = run_cells(recipe, cells, options, observer, hooks)
+    captures = tuple(hooks.capture_of(r) for r in ran.results)
+    stopped = (stop.signame or "SIGINT") if ran.interrupted else None
+    return outcome_of(ran.run_dir, captures, top, cells=ran.results,
+                      interrupted=ran.interrupted, stopped_by=stopped)  # fmt: skip
+
+
+def capture_recipe(targets: Sequence[LegTarget], w: Workload, timeout: float) -> Recipe:
+    """The recipe a capture run's cells belong to: each target a ``path:`` leg, the
+    workload its one command (what the cells' commands are rendered from)."""
+    try:
+        return Recipe(
+            name="profile-capture",
+            question="where does the time go on each side?",
+            legs={t.name: LegConfig(path=t.python) for t in targets},
+            baseline=Baseline(leg=targets[0].name),
+            workloads={WORKLOAD: WorkloadConfig(command=w.template(), env=dict(w.env))},
+            timeout=timeout,
+        )
+    except ValidationError as exc:
+        raise VllmdiagError(f"cannot capture this workload: {exc.errors()[0]['msg']}") from None
+
+
+def _side_cell(target: LegTarget, w: Workload) -> CellPlan:
+    """A side's cell before a backend is chosen (its id: the side's name)."""
+    leg = LegSpec(target.name, existing=target.python)
+    return CellPlan(target.name, BASELINE, WORKLOAD, 1, leg, dict(w.env))
 
 
 def shown(w: Workload) -> str:
     """The workload as the journal names it."""
     return " ".join([str(w.script), *w.script_args] if w.script else w.argv)
-
-
-def _one(
-    run: RunDir,
-    executor: CaptureExecutor,
-    target: LegTarget,
-    w: Workload,
-    which: Backend,
-    timeout: float,
-    grace_s: float,
-) -> CaptureResult:
-    cell = f"{target.name}.{which.dirname}"
-    run.prepare_cell(cell)
-    dest = run.out_dir(cell)
-    executor.plan[cell] = CellCapture(target.name, which, script=w.script is not None)
-    task = CellTask(cell, w.render(target.python, dest), w.environ(target.python), dest,
-                    run.log_path(cell), timeout, grace_s, target.python)  # fmt: skip
-    try:
-        done = executor.run(task)
-    except CaptureUnavailable:
-        return executor.captures[cell]
-    if done.interrupted:
-        raise KeyboardInterrupt
-    return executor.captures[cell]

@@ -24,7 +24,7 @@ from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import LegConfig
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.services import redact
-from vllmdiag.spine.journal import RECIPE_FILES
+from vllmdiag.spine.rundir import layout
 
 VENV = ".venv"
 #: Scripts and small data files a command names are written into the reproduction.
@@ -174,7 +174,7 @@ def _token(
             return VENV + token[len(root) :]
         if i == 0 and token == env.python:
             return f"{VENV}/bin/python"
-    out = str(run.path / "cells" / cell.id / "out")
+    out = str(layout.cell_out(run.path, cell.id))
     if token == out or token.startswith(out + "/"):
         script.out_dir = True
         return "out" + token[len(out) :]
@@ -218,7 +218,7 @@ def _embed_kept(script: Script, run: RunEvidence, path: Path) -> str | None:
         rel = path.relative_to(run.recipe.recipe_dir)
     except ValueError:
         return None
-    kept = run.path / RECIPE_FILES / rel
+    kept = layout.kept_recipe_file(run.path, rel)
     if ".." in rel.parts or kept.is_symlink():
         return None
     return _embed(script, kept, name=path.name)

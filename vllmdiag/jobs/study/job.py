@@ -32,8 +32,8 @@ from vllmdiag.jobs.study.tables import StudyTables
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import EnvCache
-from vllmdiag.spine.journal import host, utc_now
 from vllmdiag.spine.measuring import measuring
+from vllmdiag.spine.rundir import host, utc_now
 from vllmdiag.spine.runner import Executor, LocalExecutor, RunOptions, run_cells
 from vllmdiag.spine.runner.events import CellsEvent
 

@@ -13,9 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from vllmdiag import codec
 from vllmdiag.jobs.study.measured import CellSettings, Measured
 from vllmdiag.jobs.study.plan import Slot
 from vllmdiag.jobs.study.recipe import StudyRecipe
@@ -24,10 +22,7 @@ from vllmdiag.jobs.study.studydir import Batch, BatchInfo, StudyDir
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.readers.hygiene.findings import DoctorReport
-from vllmdiag.readers.legs.env_record import env_record
-from vllmdiag.services import atomic
-from vllmdiag.spine.journal import EVENTS, RunDir
-from vllmdiag.spine.runner.readers import HygieneSummary
+from vllmdiag.spine.rundir import RunEnd, layout, read_run
 
 
 @dataclass(frozen=True)
@@ -85,50 +80,34 @@ def read_study(path: Path, warn: Callable[[str], None] | None = None) -> StudyRe
 
 def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord, list[Measured]]:
     info = batch.info
-    run = RunDir(batch.path, warn)
-    events = run.events() if (batch.path / EVENTS).is_file() else []
-    starts = [e for e in events if e.get("event") == "run_started"]
-    ends = [e for e in events if e.get("event") in ("run_finished", "run_refused")]
-    envs = _envs(batch.path, warn)
-    hygiene = _hygiene(batch.path, warn)
-    env_of: dict[tuple[str, str], dict[str, str]] = {}
-    done_at: dict[tuple[str, str], str] = {}
-    for e in events:
-        # Schema 1 named the reuse key "fingerprint" and kept no result in cell_finished.
-        reuse = e.get("reuse_key", e.get("fingerprint"))
-        if isinstance(e.get("result"), dict):
-            reuse = e["result"].get("reuse_key")
-        key = (str(e.get("id")), str(reuse))
-        if e.get("event") == "cell_started" and isinstance(e.get("env"), dict):
-            env_of[key] = {str(k): str(v) for k, v in e["env"].items()}
-        elif e.get("event") == "cell_finished":
-            done_at.setdefault(key, str(e.get("ts", "")))
-            done_at[(key[0], "")] = str(e.get("ts", ""))  # the cell's last finish
-    results = run.finished() if (batch.path / "cells").is_dir() else {}
-    out_roots = {str(e.get("run_dir", "")) for e in starts} | {
-        str(batch.path),
-        str(batch.path.resolve()),
-    }
+    run = read_run(batch.path, warn)
+    starts = run.starts
+    envs = run.envs
+    hygiene = dict(run.manifest.hygiene.per_leg) if run.manifest is not None else {}
+    out_roots = {s.run_dir for s in starts} | {str(batch.path), str(batch.path.resolve())}
     recipe_dirs = {str(Path(a.recipe).parent) for a in info.attempts}
     # Legs that share one environment (two names, one spec) share one record: every
     # interpreter of the batch is a leg's ``{python}``.
     pythons = sorted({r.python for r in envs.values()})
-    started_at = str(starts[0].get("ts", "")) if starts else info.created
+    started_at = starts[0].ts if starts else info.created
+    results = run.results()
     measured = []
     for cell_id, result in results.items():
         where = info.cells.get(cell_id)
         if where is None:
-            warn(f"{batch.path / 'cells' / cell_id}: not a cell of batch {info.name}; left out")
+            here = layout.cell_dir(batch.path, cell_id)
+            warn(f"{here}: not a cell of batch {info.name}; left out")
             continue
+        journal = run.cells[cell_id].journal
         argv = normalise_argv(
             result.argv,
             cell=cell_id,
-            out_dirs=[f"{root}/cells/{cell_id}/out" for root in out_roots if root],
+            out_dirs=[str(layout.cell_out(Path(root), cell_id)) for root in out_roots if root],
             pythons=pythons,
             recipe_dirs=recipe_dirs,
         )
         settings = CellSettings(
-            result.leg, result.lock_hash, argv, env_of.get((cell_id, result.reuse_key))
+            result.leg, result.lock_hash, argv, journal.env_by_key.get(result.reuse_key)
         )
         report = hygiene.get(result.leg)
         measured.append(
@@ -139,26 +118,26 @@ def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord,
                 repeat=result.repeat,
                 outcome=result.outcome,
                 settings=settings,
-                finished=done_at.get(
-                    (cell_id, result.reuse_key), done_at.get((cell_id, ""), started_at)
+                finished=journal.finished_at.get(
+                    result.reuse_key, journal.last_finished_at or started_at
                 ),
                 metrics=dict(result.metrics),
                 why=why(result),
                 contaminated=tuple(report.reasons()) if report else (),
             )
         )
-    end = ends[-1] if ends else None
+    end = run.end
     status = "running" if end is None else _status(end)
     record = BatchRecord(
         name=info.name,
         path=str(batch.path),
         info=info,
-        run_ids=tuple(dict.fromkeys(str(e.get("run_id", "")) for e in starts)),
-        hosts=tuple(dict.fromkeys(str(e.get("host", "")) for e in starts)),
+        run_ids=tuple(dict.fromkeys(s.run_id for s in starts)),
+        hosts=tuple(dict.fromkeys(s.host for s in starts)),
         started=started_at,
-        finished=str(end.get("ts")) if end is not None else None,
+        finished=end.ts if end is not None else None,
         status=status if starts else "not started",
-        executor=str(starts[-1].get("executor", "")) if starts else "",
+        executor=starts[-1].executor if starts else "",
         envs=envs,
         hygiene=hygiene,
         outcomes=dict(Counter(r.outcome.value for r in results.values())),
@@ -166,10 +145,10 @@ def _read_batch(batch: Batch, warn: Callable[[str], None]) -> tuple[BatchRecord,
     return record, measured
 
 
-def _status(end: dict[str, Any]) -> str:
-    if end.get("event") == "run_refused":
-        return f"refused: {end.get('reason', '')}"
-    return str(end.get("status", "complete"))
+def _status(end: RunEnd) -> str:
+    if end.refused:
+        return f"refused: {end.reason}"
+    return end.status or "complete"
 
 
 def why(result: CellResult) -> str:
@@ -185,30 +164,3 @@ def why(result: CellResult) -> str:
         return cause.message[:300] + whose
     first = result.reason.splitlines()[0] if result.reason else ""
     return first[:300]
-
-
-def _envs(path: Path, warn: Callable[[str], None]) -> dict[str, EnvRecord]:
-    out = {}
-    for file in sorted((path / "envs").glob("*.json")):
-        try:
-            record = env_record(atomic.read_json(file))
-        except (OSError, ValueError, TypeError) as exc:
-            warn(f"{file}: not a leg record ({str(exc).splitlines()[0]}); left out")
-            continue
-        out[record.key] = record
-    return out
-
-
-def _hygiene(path: Path, warn: Callable[[str], None]) -> dict[str, DoctorReport]:
-    """Each leg's doctor report (schema 1 kept them by leg name, without ``per_leg``)."""
-    file = path / "manifest.json"
-    if not file.exists():
-        return {}
-    try:
-        found = atomic.read_json(file).get("hygiene", {})
-        per_leg = found.get("per_leg", found) if isinstance(found, dict) else {}
-        summary = codec.load(HygieneSummary, {"per_leg": per_leg})
-    except (OSError, ValueError, AttributeError) as exc:
-        warn(f"{file}: hygiene findings unreadable ({str(exc).splitlines()[0]}); left out")
-        return {}
-    return dict(summary.per_leg)

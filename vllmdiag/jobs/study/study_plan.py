@@ -14,6 +14,7 @@ from vllmdiag.plan import PlannedCell, PlannedLeg, bench_check, legs_needed
 from vllmdiag.plan import command as cmdmod
 from vllmdiag.readers.legs.legs_seen import see
 from vllmdiag.services.envs.cache import EnvCache
+from vllmdiag.spine.rundir import layout
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def study_plan(
         spec, pythonpath = cell.plan.leg, cell.plan.env.get("PYTHONPATH", "")
         if (spec.key(), pythonpath) not in seen:
             seen[spec.key(), pythonpath] = see(spec, cache, pythonpath)
-        out_dir = Path("<run>") / "cells" / cell.plan.id / "out"
+        out_dir = layout.cell_out(Path("<run>"), cell.plan.id)
         command = render_cell(study, cell, out_dir, seen[spec.key(), pythonpath])
         planned.append(
             PlannedCell.of(

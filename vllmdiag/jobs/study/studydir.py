@@ -27,7 +27,7 @@ from vllmdiag.jobs.study.plan import Filters, StudyCell
 from vllmdiag.jobs.study.recipe import StudyRecipe
 from vllmdiag.model.recipe import check_name
 from vllmdiag.services import atomic, redact
-from vllmdiag.spine.journal import EVENTS
+from vllmdiag.spine.rundir import layout
 
 SCHEMA = 1
 STUDY_FILE = "study.json"
@@ -94,7 +94,7 @@ class StudyDir:
     @classmethod
     def open(cls, path: Path, study: str | None = None) -> StudyDir:
         """An existing study directory (of ``study``, when given) or a new one."""
-        if (path / EVENTS).exists():
+        if layout.journal_exists(path):
             raise VllmdiagError(
                 "this is a matrix run directory, not a study directory",
                 where=str(path),
@@ -168,7 +168,7 @@ class StudyDir:
             name = f"batch-{n}"
         _check_batch_name(name)
         path = self.path / BATCHES / name
-        if (path / EVENTS).exists():
+        if layout.journal_exists(path):
             raise VllmdiagError(
                 f"batch {name!r} already ran in this study",
                 where=str(path),
@@ -193,6 +193,11 @@ class StudyDir:
             where=str(self.path / BATCHES),
             hint="batches: " + ", ".join(b.path.name for b in existing),
         )
+
+
+def batch_path(study: Path, name: str) -> Path:
+    """Where the study at ``study`` keeps its batch ``name`` (a run directory)."""
+    return study / BATCHES / name
 
 
 def batch_cells(cells: list[StudyCell]) -> dict[str, BatchCell]:

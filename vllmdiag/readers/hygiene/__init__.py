@@ -19,6 +19,7 @@ from vllmdiag.readers.hygiene.findings import (
     DoctorReport,
     Finding,
 )
+from vllmdiag.readers.hygiene.summary import HygieneSummary
 
 __all__ = [
     "CONTAMINATED",
@@ -27,6 +28,7 @@ __all__ = [
     "WARNING",
     "DoctorReport",
     "Finding",
+    "HygieneSummary",
     "doctor",
     "failed_leg",
     "known_env_vars",

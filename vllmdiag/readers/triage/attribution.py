@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.triaged import Attribution, Group, LogTriage, Unattributed
-from vllmdiag.services import atomic
 from vllmdiag.services.config.source import did_you_mean, kind_of, probe
 
 LOG_SUFFIXES = (".log", ".out", ".err", ".txt")
@@ -67,23 +66,13 @@ def _logs_under(p: Path) -> list[tuple[Path, str]]:
     return found
 
 
-def recorded_outcome(log: Path) -> str | None:
-    """The outcome a vllmdiag run recorded for the cell whose log this is (its
-    ``result.json`` beside ``log.txt``), or None: not a cell's log, or no readable result
-    (then the log alone decides)."""
-    if log.name != "log.txt":
-        return None
-    try:
-        data = atomic.read_json(log.parent / "result.json", follow=False)
-    except (OSError, ValueError):
-        return None
-    outcome = data.get("outcome") if isinstance(data, dict) else None
-    return outcome if isinstance(outcome, str) else None
+#: The outcome a run recorded for the cell whose log a path is (None: not a cell's log,
+#: or none recorded: then the log alone decides); the run directory's reader gives it.
+Recorded = Callable[[Path], str | None]
 
 
-def with_outcome(log: LogTriage, path: Path) -> LogTriage:
+def with_outcome(log: LogTriage, outcome: str | None) -> LogTriage:
     """``log`` with the cell's recorded outcome attached, where there is one."""
-    outcome = recorded_outcome(path)
     return dataclasses.replace(log, outcome=outcome) if outcome else log
 
 
@@ -134,11 +123,15 @@ def group(logs: Sequence[LogTriage], labels: Mapping[str, str] | None = None) ->
     return Attribution(tuple(groups), tuple(unattributed), tuple(logs), tuple(passed))
 
 
-def attribute(paths: Sequence[Path], catalogue: Catalogue | None = None) -> Attribution:
-    """Triage every log under ``paths`` and group them by root cause."""
+def attribute(
+    paths: Sequence[Path], catalogue: Catalogue | None = None, recorded: Recorded | None = None
+) -> Attribution:
+    """Triage every log under ``paths`` and group them by root cause (``recorded``: what
+    a run recorded of each cell, so that a cell it recorded as passed is listed as
+    passed)."""
     from vllmdiag.readers.triage import triage_file
 
     cat = catalogue or Catalogue.load()
     found = labelled_logs(paths)
-    logs = [with_outcome(triage_file(f, cat), f) for f, _ in found]
+    logs = [with_outcome(triage_file(f, cat), recorded(f) if recorded else None) for f, _ in found]
     return group(logs, {str(f): label for f, label in found})

@@ -20,17 +20,18 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer, fan_out, ignore
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan import cells as planmod
+from vllmdiag.readers.hygiene import HygieneSummary
 from vllmdiag.services import proc
 from vllmdiag.services.envs.cache import Env, EnvCache
-from vllmdiag.spine.journal import JournalSink, RunDir, host
 from vllmdiag.spine.measuring import is_measuring, stopped_by, strays_ended
+from vllmdiag.spine.rundir import JournalSink, RunDir, host
 from vllmdiag.spine.runner.events import (
     CellFinished,
     CellInterrupted,
@@ -45,6 +46,7 @@ from vllmdiag.spine.runner.events import (
     RunStarted,
 )
 from vllmdiag.spine.runner.executor import CellTask, Executor, LocalExecutor, NodeLost, nodes_for
+from vllmdiag.spine.runner.hooks import CellHooks, Wrapped
 from vllmdiag.spine.runner.judge import Judge
 from vllmdiag.spine.runner.leftovers import end_leftovers, run_id_of
 from vllmdiag.spine.runner.legs import NodeLegs, legs_per_node, merged, prepare_nodes
@@ -56,12 +58,11 @@ from vllmdiag.spine.runner.on_node import (
     skipped_result,
 )
 from vllmdiag.spine.runner.pool import CellPool, Finished, Job
-from vllmdiag.spine.runner.readers import HygieneSummary, RunReaders
+from vllmdiag.spine.runner.readers import RunReaders
 from vllmdiag.spine.runner.slots import NodeSlots, Placement, SlotScheduler, gpus_needed
 
-#: Cells a finished (or reused) cell asks for, run after it on legs already built (e.g. a
-#: profile capture that fell back to another profiler).
-FollowUp = Callable[[planmod.CellPlan, CellResult], Sequence[planmod.CellPlan]]
+#: The job's own events, journaled and shown beside the runner's (see :mod:`.hooks`).
+E = TypeVar("E")
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ class RunOptions:
     ``exclusive``: one cell per node at a time, holding all its GPUs (timing runs; a job
     that only asks pass or fail sets it False to share nodes on disjoint GPUs);
     ``command``: the vllmdiag command that resumes the run (for the hints a stopped run
-    prints); ``follow_up``: see :data:`FollowUp`."""
+    prints). What a job adds to how its cells run is its
+    :class:`~vllmdiag.spine.runner.hooks.CellHooks`, given to :func:`run_cells`."""
 
     out: Path | None = None
     resume: Path | None = None
@@ -84,7 +86,6 @@ class RunOptions:
     job: dict[str, str] = field(default_factory=dict)
     exclusive: bool = True
     command: str = "matrix"
-    follow_up: FollowUp | None = None
 
 
 @dataclass(frozen=True)
@@ -108,24 +109,34 @@ def run_cells(
     recipe: Recipe,
     cells: Sequence[planmod.CellPlan],
     options: RunOptions,
-    observer: Observer[CellsEvent] = ignore,
+    observer: Observer[CellsEvent | E] = ignore,
+    hooks: CellHooks[E] | None = None,
 ) -> CellsReport:
-    """Build the cells' legs and run the cells; see the module's docstring."""
+    """Build the cells' legs and run the cells; see the module's docstring. ``hooks``:
+    what the job adds (its events go to ``observer`` and the journal beside the
+    runner's)."""
     if not is_measuring():
         raise VllmdiagError(
             "cells run only inside measuring() (the node lock and stop signals)",
             hint="wrap the job in 'with vllmdiag.spine.measuring.measuring():'",
         )
     RunReaders().check()
-    return _Run(recipe, options, observer).execute(list(cells))
+    return _Run(recipe, options, observer, hooks or CellHooks()).execute(list(cells))
 
 
-class _Run:
+class _Run(Generic[E]):
     scheduler: SlotScheduler  # set when the cells are placed
 
-    def __init__(self, recipe: Recipe, options: RunOptions, observer: Observer[CellsEvent]):
+    def __init__(
+        self,
+        recipe: Recipe,
+        options: RunOptions,
+        observer: Observer[CellsEvent | E],
+        hooks: CellHooks[E],
+    ):
         self.recipe = recipe
         self.opts = options
+        self.hooks = hooks
 
         def warn(text: str) -> None:
             observer(Note("warning", text))
@@ -143,7 +154,7 @@ class _Run:
             )
         self.run_id = run_id_of(self.run) if options.resume else uuid.uuid4().hex[:16]
         self.run.keep_secret_digests()
-        self.emit: Observer[CellsEvent] = fan_out(JournalSink(self.run), observer)
+        self.emit: Observer[CellsEvent | E] = fan_out(JournalSink(self.run), observer)
         self.readers = RunReaders()
         self.nodes: list[NodeLegs] = []
         self.cluster = False
@@ -172,6 +183,7 @@ class _Run:
                 job=dict(self.opts.job),
             )
         )
+        self.hooks.started(self.run, self.emit)
         strays = strays_ended()
         if strays:
             self.emit(LeftoversEnded(tuple(s.pid for s in strays), tuple(s.tag for s in strays)))
@@ -193,6 +205,11 @@ class _Run:
             interrupted = self._run_all(cells, self.run.finished() if resumed else {})
         except KeyboardInterrupt:
             interrupted = True
+        results = tuple(self.results.get(c.id) or skipped_result(c) for c in self.order or cells)
+        try:
+            self.hooks.finishing(results, self.emit)
+        except KeyboardInterrupt:
+            interrupted = True
         if interrupted:
             self.emit(RunFinished("interrupted", stopped_by() or "SIGINT"))
         else:
@@ -200,7 +217,7 @@ class _Run:
         view = merged(self.nodes) if self.nodes else None
         return CellsReport(
             self.run,
-            tuple(self.results.get(c.id) or skipped_result(c) for c in self.order or cells),
+            results,
             view.envs if view else {},
             view.failures if view else {},
             view.hygiene if view else HygieneSummary(),
@@ -232,11 +249,9 @@ class _Run:
         return self._follow(cell, settled) if settled is not None else []
 
     def _follow(self, cell: planmod.CellPlan, result: CellResult) -> list[Job]:
-        if self.opts.follow_up is None:
-            return []
         jobs = []
         at = next(i for i, c in enumerate(self.order) if c.id == cell.id) + 1
-        for extra in self.opts.follow_up(cell, result):
+        for extra in self.hooks.follow_up(cell, result, self.emit):
             if extra.id in self.plans:
                 continue
             self.plans[extra.id] = extra
@@ -343,9 +358,14 @@ class _Run:
             relay(CellSpawned(cell.id, pid, pid, pid, ticks, node=node.label))
 
         try:
+            wrapped: Wrapped = self.hooks.wrap(cell, task, relay)
             done = self.opts.executor.run(
-                task, on_tick=lambda s: relay(CellTick(cell.id, s, task.log)), on_spawn=spawned
+                wrapped.task,
+                on_tick=lambda s: relay(CellTick(cell.id, s, task.log)),
+                on_spawn=spawned,
             )
+            if not done.interrupted:
+                wrapped.after(done)
         except NodeLost as exc:
             return Finished(self._on(node, error_result(cell, exc.message, c)), lost_node=exc.node)
         except ProcessError as exc:

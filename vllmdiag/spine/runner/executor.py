@@ -29,7 +29,7 @@ from vllmdiag.readers.hygiene import DoctorReport, doctor
 from vllmdiag.services import proc, redact
 from vllmdiag.services.envs.cache import Env, EnvCache, EnvEvent
 from vllmdiag.services.envs.spec import LegSpec
-from vllmdiag.spine.journal import RunDir, host
+from vllmdiag.spine.rundir import RunDir, host
 from vllmdiag.spine.runner import hangdump
 from vllmdiag.spine.runner.slots import local_gpu_ids
 from vllmdiag.spine.runner.vllm_cli import bench_dialect

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from vllmdiag import codec
 from vllmdiag.model.hang import HangReport
 from vllmdiag.model.outcome import CauseSummary
 from vllmdiag.model.startup import StartupTimeline
-from vllmdiag.services import atomic
 from vllmdiag.spine.runner import hangdump
 
 
@@ -62,16 +60,3 @@ def hang_cause(report: HangReport, found: CauseSummary | None) -> CauseSummary:
         frames=tuple(str(f) for f in stuck.frames) if stuck else (),
         reader_error=found.reader_error if found else None,
     )
-
-
-def recorded_hang(log: Path) -> HangReport | None:
-    """Where the cell whose log this is hung, as its run recorded it (the ``hang`` of
-    the ``result.json`` beside ``log.txt``), or None."""
-    if log.name != "log.txt":
-        return None
-    try:
-        data = atomic.read_json(log.parent / "result.json")
-        hang = data.get("hang") if isinstance(data, dict) else None
-        return codec.load(HangReport, hang) if hang is not None else None
-    except (OSError, ValueError):
-        return None

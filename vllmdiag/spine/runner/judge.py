@@ -22,11 +22,12 @@ from vllmdiag.plan import workloads as wlmod
 from vllmdiag.plan.bench_command import CURRENT, BenchDialect
 from vllmdiag.plan.cells import CellPlan
 from vllmdiag.readers import workload_output as output
+from vllmdiag.readers.hygiene import HygieneSummary
 from vllmdiag.services.envs.cache import Env
-from vllmdiag.spine.journal import RunDir
+from vllmdiag.spine.rundir import RunDir
 from vllmdiag.spine.runner.executor import CellRun
 from vllmdiag.spine.runner.hang_cause import hang_cause, hang_report
-from vllmdiag.spine.runner.readers import HygieneSummary, RunReaders
+from vllmdiag.spine.runner.readers import RunReaders
 
 
 class Judge:

@@ -9,7 +9,7 @@ from typing import Any
 
 from vllmdiag.events import Note, Observer
 from vllmdiag.services import proc
-from vllmdiag.spine.journal import RunDir
+from vllmdiag.spine.rundir import RunDir, spawns, starts
 from vllmdiag.spine.runner.events import LeftoversEnded
 from vllmdiag.spine.runner.executor import Node, NodeLost
 
@@ -21,10 +21,9 @@ def end_leftovers(
     cells were started in on this machine (a pid reused since is told apart by its start
     time)."""
     found = set(proc.tagged(f"{run_id}:"))
-    for ev in run.events():
-        spawned = ev.get("event") == "cell_spawned" and isinstance(ev.get("pid"), int)
-        if spawned and not ev.get("node"):  # another node's pids are not this machine's
-            found |= proc.session_members(ev["pid"], int(ev.get("start_ticks") or 0))
+    for spawn in spawns(run.journal()):
+        if not spawn.node:  # another node's pids are not this machine's
+            found |= proc.session_members(spawn.pid, spawn.start_ticks)
     ended = set(proc.end(found, grace_s))
     for node in nodes:
         if node.remote:
@@ -47,7 +46,7 @@ def end_leftovers(
 def run_id_of(run: RunDir) -> str:
     """The id an earlier start of this run directory gave it (older journals have none:
     then one derived from the directory, stable across resumes)."""
-    for ev in run.events():
-        if ev.get("event") == "run_started" and isinstance(ev.get("run_id"), str):
-            return str(ev["run_id"])
+    for start in starts(run.journal()):
+        if start.run_id:
+            return start.run_id
     return hashlib.sha256(str(run.path.resolve()).encode()).hexdigest()[:16]

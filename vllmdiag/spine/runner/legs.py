@@ -16,19 +16,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllmdiag import codec
 from vllmdiag.errors import EnvError, ProcessError, VllmdiagError
 from vllmdiag.events import Note, Observer
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.plan.cells import CellPlan, legs_needed
-from vllmdiag.readers.hygiene import DoctorReport, failed_leg
+from vllmdiag.readers.hygiene import DoctorReport, HygieneSummary, failed_leg
 from vllmdiag.services.envs.cache import Env
 from vllmdiag.services.envs.spec import LegSpec
-from vllmdiag.spine.journal import RunDir
+from vllmdiag.spine.rundir import Manifest, NodeManifest, RunDir
 from vllmdiag.spine.runner.events import EnvFailed, EnvReady, HygieneChecked, RunRefused
 from vllmdiag.spine.runner.executor import Node, NodeLost
 from vllmdiag.spine.runner.pool import in_threads
-from vllmdiag.spine.runner.readers import HygieneSummary
 from vllmdiag.spine.runner.slots import gpus_needed
 
 
@@ -132,9 +130,8 @@ def _prepare(
             legs.failures[spec.key()] = blind
             emit(EnvFailed(spec.name, spec.key(), blind.render(), node=label))
         return NodeLegs(node, legs, label)
-    where = f"nodes/{label}/envs" if label else "envs"
     for spec in specs:
-        log = run.path / where / f"{spec.key()}.log"
+        log = run.env_log(spec.key(), label)
         try:
             env = node.ensure(spec, observer=emit, log=log)
         except NodeLost:
@@ -147,7 +144,7 @@ def _prepare(
         legs.envs[spec.key()] = env
         record = env.record()
         emit(EnvReady(record, node=label))
-        run.write_json(f"{where}/{spec.key()}.json", codec.dump(record))
+        run.write_env(record, label)
     run_env = dict(recipe.baseline.env)
     reports = {env.spec.name: node.doctor(env, run_env) for env in legs.envs.values()}
     for spec in specs:  # a path: leg that cannot be used is a hygiene finding too
@@ -203,28 +200,30 @@ def _check(
 ) -> None:
     """Write ``manifest.json`` and refuse a contaminated leg on any node."""
     view = merged(ready)
-    manifest: dict[str, Any] = {
-        "recipe": recipe.model_dump(mode="json", by_alias=True),
-        "envs": {k: codec.dump(v.record()) for k, v in view.envs.items()},
-        "env_errors": {k: e.render() for k, e in view.failures.items()},
-        "hygiene": codec.dump(view.hygiene),
-        "executor": executor,
-    }
+    nodes = None
     if cluster:
-        manifest["nodes"] = {
-            nl.label: {
-                "id": nl.node.id,
-                "gpus": list(nl.node.gpus) if nl.node.gpus is not None else None,
-                "envs": {k: codec.dump(v.record()) for k, v in nl.legs.envs.items()},
-                "env_errors": {k: e.render() for k, e in nl.legs.failures.items()},
-                "hygiene": codec.dump(nl.legs.hygiene),
-            }
+        nodes = {
+            nl.label: NodeManifest(
+                id=nl.node.id,
+                gpus=nl.node.gpus,
+                envs={k: v.record() for k, v in nl.legs.envs.items()},
+                env_errors={k: e.render() for k, e in nl.legs.failures.items()},
+                hygiene=nl.legs.hygiene,
+            )
             for nl in ready
         }
-    if cluster:
         for env in view.envs.values():
-            run.write_json(f"envs/{env.spec.key()}.json", codec.dump(env.record()))
-    run.write_json("manifest.json", manifest)
+            run.write_env(env.record())
+    run.write_manifest(
+        Manifest.of(
+            recipe,
+            envs={k: v.record() for k, v in view.envs.items()},
+            env_errors={k: e.render() for k, e in view.failures.items()},
+            hygiene=view.hygiene,
+            executor=executor,
+            nodes=nodes,
+        )
+    )
     found: list[str] = []
     for nl in ready:
         summary = nl.legs.hygiene
@@ -237,7 +236,7 @@ def _check(
         emit(RunRefused("contaminated leg: " + "; ".join(found)))
         raise VllmdiagError(
             "a leg is contaminated: " + "; ".join(found),
-            where=str(run.path / "manifest.json"),
+            where=str(run.manifest_path),
             hint="clean the leg, or pass --allow-contaminated to measure it anyway "
             "(the finding stays in the manifest)",
         )

@@ -14,7 +14,7 @@ from vllmdiag.plan import command as cmdmod
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.services import proc, stray
 from vllmdiag.services.envs.cache import Env
-from vllmdiag.spine.journal import RunDir
+from vllmdiag.spine.rundir import RunDir
 from vllmdiag.spine.runner.legs import NodeLegs
 from vllmdiag.spine.runner.slots import Placement
 

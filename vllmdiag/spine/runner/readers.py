@@ -6,7 +6,7 @@ a cell result carries."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from vllmdiag.errors import ConfigError, EnvError, PinNotHeld, ProcessError
@@ -18,7 +18,7 @@ from vllmdiag.model.verdict import BASELINE
 from vllmdiag.plan import cells as planmod
 from vllmdiag.readers.fingerprint import fingerprint_file
 from vllmdiag.readers.fingerprint.startup import dominant
-from vllmdiag.readers.hygiene import CONTAMINATED, WARNING, DoctorReport, doctor, known_env_vars
+from vllmdiag.readers.hygiene import HygieneSummary, doctor, known_env_vars
 from vllmdiag.readers.triage import triage_file
 from vllmdiag.readers.triage.catalogue import ENV_VAR as CATALOGUE_VAR
 from vllmdiag.readers.triage.catalogue import Catalogue
@@ -27,35 +27,6 @@ from vllmdiag.services.envs.cache import Env
 #: Flag rejections and env warnings sit near the start of a log; a crash near its end.
 _HEAD = 256 * 1024
 _TAIL = 256 * 1024
-
-
-@dataclass(frozen=True)
-class HygieneSummary:
-    """Each leg's doctor report, by leg name."""
-
-    per_leg: dict[str, DoctorReport] = field(default_factory=dict)
-
-    @property
-    def contaminated(self) -> bool:
-        return any(r.contaminated for r in self.per_leg.values())
-
-    def contaminations(self) -> list[str]:
-        return [f"{leg}: {reason}" for leg, r in self.per_leg.items() for reason in r.reasons()]
-
-    def notable(self, leg: str) -> list[tuple[str, str]]:
-        """``(code, message)`` of the leg's warnings and contaminations."""
-        r = self.per_leg.get(leg)
-        if r is None:
-            return []
-        return [(f.code, f.message) for f in r.findings if f.severity in (CONTAMINATED, WARNING)]
-
-    def lines(self) -> list[str]:
-        return [
-            f"{leg}: {f.severity.value}: {f.message}"
-            for leg, r in self.per_leg.items()
-            for f in r.findings
-            if f.severity in (CONTAMINATED, WARNING)
-        ]
 
 
 class RunReaders:

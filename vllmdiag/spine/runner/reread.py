@@ -19,6 +19,7 @@ import dataclasses
 from pathlib import Path
 
 from vllmdiag.model.outcome import CellResult, Outcome
+from vllmdiag.spine.rundir import layout
 from vllmdiag.spine.runner.judge import tool_failure
 from vllmdiag.spine.runner.readers import RunReaders
 
@@ -27,7 +28,7 @@ def cell_log(run: Path, cell: CellResult) -> Path | None:
     """The cell's log, if it is a regular file inside the run directory (a result that
     names a file elsewhere is not followed)."""
     root = run.resolve()
-    named = Path(cell.log) if cell.log else root / "cells" / cell.id / "log.txt"
+    named = Path(cell.log) if cell.log else layout.cell_log(root, cell.id)
     try:
         log = named.resolve()
         inside = log.is_relative_to(root) and log.is_file()

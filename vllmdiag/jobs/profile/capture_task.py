@@ -1,27 +1,29 @@
-"""The executor that captures: a cell's command run under a profiler.
+"""A capture as a cell's task: the cell's command wrapped under a profiler.
 
-:class:`CaptureExecutor` is an :class:`~vllmdiag.spine.runner.Executor`, so a profile's sides
-run through the cell runner exactly as matrix cells do (legs built and checked, each cell
-in its own process group, judged, journaled, resumable); only how the command is executed
-differs. Each cell's capture directory is its output directory, where the capture's
-record (``capture.json``) is written atomically beside the traces.
+:class:`CaptureWrap` is what a profile's
+:class:`~vllmdiag.jobs.profile.hooks.ProfileHooks` hand the cell runner for each capture
+cell: the runner's own executor runs the wrapped command (its own process group, its log
+header, its timeout dump), the runner judges and journals the cell as any other; only
+the command differs, and afterwards the capture's record (``capture.json``) is written
+atomically beside the traces. Each cell's capture directory is its output directory.
 
 A capture the backend cannot make (no nsys, a command the torch profiler cannot reach)
 or one that left no trace although the workload succeeded raises
 :class:`~vllmdiag.jobs.profile.capture.CaptureUnavailable`: the cell is an ERROR, never a
-verdict. :func:`capture` runs one capture outside a run directory (scripts, benchmarks).
+verdict. :func:`capture` runs one capture outside a run directory (scripts, benchmarks),
+through the same wrap and the same executor.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vllmdiag import codec
-from vllmdiag.errors import RunDirError
 from vllmdiag.events import Observer, ignore
 from vllmdiag.jobs.profile.capture import (
     ARGV,
@@ -37,7 +39,7 @@ from vllmdiag.jobs.profile.capture import (
 )
 from vllmdiag.jobs.profile.events import CaptureFinished, CaptureStarted, ProfileEvent
 from vllmdiag.services import atomic, proc, redact
-from vllmdiag.spine.runner.executor import CellRun, CellTask, Spawned, Tick, log_header
+from vllmdiag.spine.runner import CellRun, CellTask, LocalExecutor, Wrapped
 
 PYTHON = "{python}"  # in a workload's argv: the leg's interpreter
 OUT_DIR = "{out_dir}"  # in a workload's argv: this capture's own directory
@@ -53,31 +55,24 @@ class CellCapture:
     script: bool | None = None
 
 
-class CaptureExecutor:
-    """Runs each planned cell's command under its backend (see the module's docstring).
+class CaptureWrap:
+    """Wraps capture cells' tasks under their backends (see the module's docstring).
     ``workdir``: where the commands run (default: each cell's output directory, as for
     every cell)."""
 
-    name = "capture"
-
-    def __init__(
-        self,
-        settings: CaptureSettings,
-        emit: Observer[ProfileEvent] = ignore,
-        *,
-        workdir: Path | None = None,
-    ) -> None:
+    def __init__(self, settings: CaptureSettings, *, workdir: Path | None = None) -> None:
         self.settings = settings
-        self.emit = emit
         self.workdir = workdir
-        self.plan: dict[str, CellCapture] = {}
-        #: The captures made by this executor, by cell id.
-        self.captures: dict[str, CaptureResult] = {}
+        self._lock = threading.Lock()
+        self._captures: dict[str, CaptureResult] = {}
 
-    def run(
-        self, task: CellTask, on_tick: Tick | None = None, on_spawn: Spawned | None = None
-    ) -> CellRun:
-        what = self.plan[task.cell_id]
+    def made(self, cell_id: str) -> CaptureResult | None:
+        """The capture this wrap made for the cell (None: none yet)."""
+        with self._lock:
+            return self._captures.get(cell_id)
+
+    def wrap(self, what: CellCapture, task: CellTask, emit: Observer[ProfileEvent]) -> Wrapped:
+        """``task`` under ``what.backend``, capturing into its working directory."""
         python = task.python or Path(task.argv[0])
         dest = task.cwd
         _fresh(dest)
@@ -86,45 +81,32 @@ class CaptureExecutor:
                           script=what.script)  # fmt: skip
         except CaptureUnavailable as exc:
             self._record(failed(what.side, what.backend, dest, task.log, exc.message,
-                                cell=task.cell_id))  # fmt: skip
+                                cell=task.cell_id), emit)  # fmt: skip
             raise
         atomic.write_text(dest / ARGV, json.dumps(redact.argv(cmd.argv)))
-        self.emit(CaptureStarted(what.side, what.backend, task.cell_id, cmd.argv, cmd.notes))
-        try:
-            with open(task.log, "a", encoding="utf-8") as fh:
-                fh.write(log_header(replace(task, argv=cmd.argv)))
-            done = proc.run(
-                cmd.argv,
-                env={**task.env, **cmd.env},
-                cwd=self.workdir or task.cwd,
-                timeout=task.timeout,
-                log=task.log,
-                grace_s=task.grace_s,
-                on_tick=on_tick,
-                on_spawn=on_spawn,
-            )
-        except OSError as exc:  # the log cannot be written: the tool's failure
-            raise RunDirError(
-                f"cannot write the log of cell {task.cell_id}: {exc.strerror}",
-                where=str(task.log),
-                hint="free some space (or fix permissions) on the run directory's disk",
-            ) from None
-        if done.interrupted:
-            return CellRun(done.rc, done.elapsed_s, done.timed_out, True, done.swept)
-        result = finish(what.side, what.backend, cmd, dest, task.log, done, task.cell_id)
-        self._record(result)
-        if not result.ok and done.ok:
-            raise CaptureUnavailable(
-                f"the {what.backend.value} capture failed: {result.reason}",
-                where=str(dest),
-                hint="the workload itself exited 0; see the cell's log",
-            )
-        return CellRun(done.rc, done.elapsed_s, done.timed_out, False, done.swept)
+        emit(CaptureStarted(what.side, what.backend, task.cell_id, cmd.argv, cmd.notes))
 
-    def _record(self, result: CaptureResult) -> None:
+        def after(done: CellRun) -> None:
+            ran = proc.Completed(cmd.argv, done.rc, done.elapsed_s, done.timed_out,
+                                 done.interrupted, swept=done.swept)  # fmt: skip
+            result = finish(what.side, what.backend, cmd, dest, task.log, ran, task.cell_id)
+            self._record(result, emit)
+            if not result.ok and ran.ok:
+                raise CaptureUnavailable(
+                    f"the {what.backend.value} capture failed: {result.reason}",
+                    where=str(dest),
+                    hint="the workload itself exited 0; see the cell's log",
+                )
+
+        wrapped = replace(task, argv=cmd.argv, env={**task.env, **cmd.env},
+                          cwd=self.workdir or task.cwd)  # fmt: skip
+        return Wrapped(wrapped, after)
+
+    def _record(self, result: CaptureResult, emit: Observer[ProfileEvent]) -> None:
         atomic.write_json(result.out / RECORD, redact.data(codec.dump(result)))
-        self.captures[result.cell] = result
-        self.emit(CaptureFinished(result))
+        with self._lock:
+            self._captures[result.cell] = result
+        emit(CaptureFinished(result))
 
 
 def _fresh(dest: Path) -> None:
@@ -158,11 +140,24 @@ class Workload:
     def settings(self) -> CaptureSettings:
         return CaptureSettings(self.warmup, self.steps)
 
+    def words(self) -> tuple[str, ...]:
+        """The command before a leg is chosen: ``{python}`` where the leg's interpreter
+        goes, ``{out_dir}`` inside a word where the capture's directory goes."""
+        return (PYTHON, str(self.script), *self.script_args) if self.script else self.argv
+
     def render(self, python: Path, out: Path) -> tuple[str, ...]:
         """The command for the leg of ``python``, capturing into ``out``."""
-        tokens = (str(self.script), *self.script_args) if self.script else self.argv
-        filled = tuple(str(python) if t == PYTHON else t.replace(OUT_DIR, str(out)) for t in tokens)
-        return (str(python), *filled) if self.script else filled
+        return tuple(
+            str(python) if t == PYTHON else t.replace(OUT_DIR, str(out)) for t in self.words()
+        )
+
+    def template(self) -> tuple[str, ...]:
+        """:meth:`words` as a recipe's command template (other braces kept literal), so
+        that the one command renderer gives what :meth:`render` gives."""
+        return tuple(
+            PYTHON if t == PYTHON else _literal(t).replace("{{out_dir}}", OUT_DIR)
+            for t in self.words()
+        )
 
     def environ(self, python: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The child's environment: ``base`` (default: a clean one), this workload's
@@ -171,6 +166,11 @@ class Workload:
         env.update(self.env)
         env["PATH"] = f"{python.parent}:{env.get('PATH', '')}"
         return env
+
+
+def _literal(word: str) -> str:
+    """``word`` as a command template that renders to itself."""
+    return word.replace("{", "{{").replace("}", "}}")
 
 
 def capture(
@@ -189,15 +189,19 @@ def capture(
     if w.script is None and not w.argv:
         raise CaptureUnavailable("a workload needs a script or a command line")
     dest = out / chosen.dirname
-    executor = CaptureExecutor(w.settings)
+    wrap = CaptureWrap(w.settings)
     cell = f"{side}.{chosen.dirname}"
-    executor.plan[cell] = CellCapture(side, chosen, script=w.script is not None)
+    what = CellCapture(side, chosen, script=w.script is not None)
     task = CellTask(cell, w.render(python, dest), w.environ(python, environ), dest,
                     dest / "capture.log", timeout, python=python)  # fmt: skip
     try:
-        done = executor.run(task)
+        wrapped = wrap.wrap(what, task, ignore)
+        done = LocalExecutor().run(wrapped.task)
+        if done.interrupted:
+            raise KeyboardInterrupt
+        wrapped.after(done)
     except CaptureUnavailable:
-        return executor.captures[cell]
-    if done.interrupted:
-        raise KeyboardInterrupt
-    return executor.captures[cell]
+        pass
+    made = wrap.made(cell)
+    assert made is not None  # every way through the wrap records the capture
+    return made
