@@ -10,14 +10,14 @@ import dataclasses
 import json
 import re
 import shutil
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import vllmdiag
+from tests.support.paths import FIXTURES
+from tests.support.recipes import write_recipe
 from vllmdiag import codec
 from vllmdiag.jobs.matrix import MatrixOptions, MatrixReport, run_matrix
 from vllmdiag.model.outcome import CellResult, Outcome
@@ -37,28 +37,22 @@ from vllmdiag.spine.rundir import (
 )
 from vllmdiag.spine.runner.events import CellFinished, RunStarted
 
-FIXTURES = Path(__file__).parent / "fixtures"
 PACKAGE = Path(vllmdiag.__file__).parent
 RUN_PACKAGE = PACKAGE / "spine" / "rundir"
 
 
 def _recipe(tmp_path: Path) -> Path:
-    path = tmp_path / "r.yaml"
-    path.write_text(
-        textwrap.dedent(f"""\
-        name: rd
-        question: does every record of a run read back?
-        legs:
-          here: {{path: {sys.executable}}}
-        baseline: {{leg: here, env: {{A: "1"}}}}
-        arms:
-          - {{name: eager, flag: --enforce-eager}}
-        workloads:
-          ok: {{command: "{{python}} -c print(1) {{flags}}"}}
-          bad: {{command: "{{python}} -c 'raise SystemExit(3)' {{flags}}"}}
-        """)
+    body = """\
+    baseline: {leg: here, env: {A: "1"}}
+    arms:
+      - {name: eager, flag: --enforce-eager}
+    workloads:
+      ok: {command: "{python} -c print(1) {flags}"}
+      bad: {command: "{python} -c 'raise SystemExit(3)' {flags}"}
+    """
+    return write_recipe(
+        tmp_path, body, name="rd", question="does every record of a run read back?", file="r.yaml"
     )
-    return path
 
 
 @pytest.fixture(scope="module")
