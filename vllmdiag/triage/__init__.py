@@ -12,6 +12,7 @@ from typing import BinaryIO
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.triage.attribution import attribute, labelled_logs, log_files
 from vllmdiag.triage.blame import ORIGINS, Origin
+from vllmdiag.triage.callers import frameworks_seen
 from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.lines import normalise
 from vllmdiag.triage.model import Attribution, Evidence, Group, LogTriage, RootCause, Skipped
@@ -80,6 +81,10 @@ def triage_file(
         tool_dirs=tuple(tool_dirs),
         wrapper=watch.wrapper,
         completed_at=watch.completed,
+        framework=frameworks_seen(tracebacks),
+        vllm_change=watch.vllm_change,
+        pip_causes=watch.pip.summary(),
+        pip_blame=watch.pip.blame(),
     )
     triage = choose(tracebacks, cat, ev, str(path))
     if info.notes:  # how the log was read: a UTF-16 capture, a truncated gzip, ...

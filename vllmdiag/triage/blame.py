@@ -1,6 +1,6 @@
 """Whose fault a failure is: who must act to fix it, with a one-line why (pure).
 
-Kinds (``origin``):
+The convention is ``docs/blame.md``. Kinds (``origin``):
 
 - ``vllm``: a defect in vLLM's code;
 - ``dependency`` (``package`` names it): a defect in a library vLLM uses;
@@ -8,8 +8,9 @@ Kinds (``origin``):
   driving vLLM calls it wrongly (a removed keyword, an argument vLLM does not take);
 - ``config``: the user's settings (flags, model id or path, lengths, a quantization the
   checkpoint lacks): vLLM's own checks that tell the user to change a setting;
-- ``environment``: the machine (device memory, memory taken by other processes, a build
-  without kernels for the GPU, NCCL or the network, access to the Hub);
+- ``environment``: the machine and what is installed on it (device memory, memory taken
+  by other processes, a build without kernels for the GPU, NCCL or the network, access to
+  the Hub, packages too old or too new for each other or for the model);
 - ``tool``: vllmdiag's own code, its probes included: the cell is an ERROR, never a
   verdict;
 - ``unknown``: the evidence is not in view (``why`` says what is missing).
@@ -20,14 +21,19 @@ frame alone:
 1. a frame of the running vllmdiag raised it: ``tool``;
 2. the catalogue entry the message matched says whose it is (``blame:``): vLLM's checks
    that name a setting are ``config`` (also when vllmdiag's probe passed the recipe's
-   value on), out of memory is ``environment``, ...;
+   value on), out of memory is ``environment``, ...; some entries name a rule the
+   frames complete (``request``, ``drift``, ``placement``: see :func:`_by_rule`);
 3. an argument error (a ``TypeError`` about a call's arguments, a pydantic
    ``ValidationError``) blames whoever passed the value: vllmdiag's own probe (``tool``),
    the code outside vLLM that called into it (a framework: ``caller`` + its package; a
    script: ``caller``), or, where the values came in through vLLM's own command line,
    the user's flags (``config``). A validator only carries the check: pydantic is never
-   blamed for it;
-4. otherwise the frame that raised: vLLM's code is ``vllm``, another package's is
+   blamed for it. With no passer in view, ``unknown``, unless the installed vLLM's
+   version (or the vLLM change that dropped the argument) is in view: then the caller,
+   unnamed, passes what this vLLM does not take;
+4. an attribute a lookup refused (``__getattr__``) is the asker's: see ``lookups``;
+5. otherwise the frame that raised (a dispatcher such as ``torch.ops`` only carries the
+   call of the op's owner): vLLM's code is ``vllm``, another package's is
    ``dependency``, the workload's own script is ``caller``; none in view is ``unknown``.
 """
 
@@ -36,11 +42,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from vllmdiag.triage.callers import FRAMEWORKS, framework_in
-from vllmdiag.triage.origin import Place, classify
+from vllmdiag.triage.callers import FRAMEWORKS, framework_in, project_of
+from vllmdiag.triage.lookups import Frame, lookup_blame, strip_dispatch
+from vllmdiag.triage.origin import classify
 
 Origin = Literal["vllm", "dependency", "caller", "config", "environment", "tool", "unknown"]
 ORIGINS: tuple[Origin, ...] = (
@@ -53,9 +60,15 @@ ORIGINS: tuple[Origin, ...] = (
     "unknown",
 )
 #: What a catalogue entry's ``blame:`` may say: a kind, ``dependency:<package>``,
-#: ``caller:<package>``, or ``frames`` (decided by the frames, the default).
+#: ``caller:<package>``, ``frames`` (decided by the frames, the default), or a rule the
+#: frames complete: ``request`` (a request or prompt too long: the framework that sent it
+#: where one is in view, else the user's lengths), ``drift`` (installed versions that do
+#: not go together: a framework or script that asked for what is gone is the caller, else
+#: the environment) and ``placement`` (no device visible: the machine, unless a framework
+#: placed the engine, whose placement may be why).
 RULE = re.compile(
-    r"^(?:frames|vllm|config|environment|unknown|(?:dependency|caller)(?::[\w.-]+)?)$"
+    r"^(?:frames|vllm|config|environment|unknown|request|drift|placement"
+    r"|(?:dependency|caller)(?::[\w.-]+)?)$"
 )
 
 _ARGUMENTS = re.compile(
@@ -70,9 +83,7 @@ _CARRIERS = frozenset({"pydantic", "pydantic_core", "ray", "xoscar", "typing_ext
 #: Actor frameworks that re-raise another process's error: frames that end in one are
 #: the receiver's, and who passed the values is in the other process.
 _RELAYS = frozenset({"ray", "xoscar"})
-#: Frames that only look an attribute up for the code above them (torch's
-#: ``Module.__getattr__`` raises the ``AttributeError`` of whoever asked for it).
-_LOOKUPS = re.compile(r"torch/nn/modules/module\.py$")
+_RAY_LLM = re.compile(r"/ray/(?:llm|serve/llm|data/llm)/")
 
 
 @dataclass(frozen=True)
@@ -83,10 +94,16 @@ class Blame:
 
 
 @dataclass(frozen=True)
-class _Frame:
-    place: Place
-    package: str | None
-    file: str
+class Seen:
+    """What the log shows besides the failing error's own frames: a program that built
+    vLLM's command line, a framework a process tag or logger names, and whether the
+    installed vLLM's version (or a vLLM change the paste links) is in view."""
+
+    wrapper: str | None = None
+    framework: str | None = None
+    vllm_version: str | None = None
+    vllm_change: bool = False
+    tool_dirs: tuple[str, ...] = field(default=())
 
 
 def blame_text(origin: str, package: str | None, why: str | None) -> str:
@@ -96,12 +113,13 @@ def blame_text(origin: str, package: str | None, why: str | None) -> str:
 
 
 def is_argument_error(typ: str, message: str) -> bool:
-    """A call's arguments were wrong: a ``TypeError`` about them, or a validation error
-    (pydantic's) raised over the values passed."""
+    """A call's arguments were wrong: a ``TypeError`` about them (typed, or quoted
+    without its type), or a validation error (pydantic's) raised over the values
+    passed."""
     short = typ.rsplit(".", 1)[-1]
     if short == "ValidationError":
         return True
-    return short == "TypeError" and bool(_ARGUMENTS.search(message))
+    return short in ("TypeError", "") and bool(_ARGUMENTS.search(message))
 
 
 def decide(
@@ -109,36 +127,32 @@ def decide(
     message: str,
     files: Sequence[str],
     *,
+    funcs: Sequence[str] = (),
     rule: str | None = None,
     rule_why: str | None = None,
     where: tuple[str, str | None] | None = None,
     tool_dirs: Sequence[str] = (),
     wrapper: str | None = None,
+    seen: Seen | None = None,
 ) -> Blame:
-    """Whose fault the failure is. ``files``: the frames' files, outermost first;
-    ``rule``/``rule_why``: the catalogue entry's ``blame`` and ``why``; ``where``: the
-    place a death line's reader gave (who printed it, or its stack's innermost frame)."""
-    frames = _frames(files, tool_dirs)
-    if typ.rsplit(".", 1)[-1] == "AttributeError" and frames and _lookup(frames[-1]):
-        while frames and _lookup(frames[-1]):
-            frames.pop()  # the lookup raised it; the frame that asked is the one at fault
-        if not frames:
-            return Blame(
-                "unknown",
-                None,
-                "torch's attribute lookup raised it for the code that asked, which is not in view",
-            )
+    """Whose fault the failure is. ``files`` (and ``funcs``, their functions): the
+    frames, outermost first; ``rule``/``rule_why``: the catalogue entry's ``blame`` and
+    ``why``; ``where``: the place a death line's reader gave (who printed it, or its
+    stack's innermost frame); ``seen``: what else the log shows."""
+    seen = seen or Seen(wrapper=wrapper, tool_dirs=tuple(tool_dirs))
+    dirs = tuple(tool_dirs) or seen.tool_dirs
+    frames = _frames(files, funcs, dirs)
     if not frames and where is not None and where[0] in ("vllm", "dependency", "user", "tool"):
-        frames = [_Frame(where[0], where[1], "")]  # type: ignore[arg-type]
+        frames = [Frame(where[0], where[1], "", "")]  # type: ignore[arg-type]
     raiser = frames[-1] if frames else None
-    argument = is_argument_error(typ, message)
-    passer = _passer(frames) if argument else None
     if raiser is not None and raiser.place == "tool":
         at = f" ({_short(raiser.file)})" if raiser.file else ""
         return Blame("tool", "vllmdiag", f"raised in vllmdiag's own code{at}")
     if rule and rule != "frames":
-        return _by_rule(rule, rule_why, frames, wrapper)
-    if isinstance(passer, _Frame) and passer.place == "tool":
+        return _by_rule(rule, rule_why, frames, seen)
+    argument = is_argument_error(typ, message)
+    passer = _passer(frames) if argument else None
+    if isinstance(passer, Frame) and passer.place == "tool":
         return Blame(
             "tool",
             "vllmdiag",
@@ -146,7 +160,16 @@ def decide(
             f"the {_kind_of(typ)} is about",
         )
     if argument:
-        return _by_passer(typ, passer)
+        return _by_passer(typ, passer, seen)
+    looked = lookup_blame(typ, message, frames)
+    if looked is not None:
+        origin, package, why = looked
+        if origin == "asker":
+            frames = list(frames[: len(frames) - int(package or 0)])
+        else:
+            return Blame(origin, package, why)  # type: ignore[arg-type]
+    frames = strip_dispatch(frames)
+    raiser = frames[-1] if frames else None
     if raiser is not None:
         return _by_place(raiser, rule_why)
     return Blame(
@@ -156,16 +179,16 @@ def decide(
     )
 
 
-def _frames(files: Sequence[str], tool_dirs: Sequence[str]) -> list[_Frame]:
+def _frames(files: Sequence[str], funcs: Sequence[str], tool_dirs: Sequence[str]) -> list[Frame]:
     out = []
-    for f in files:
+    for i, f in enumerate(files):
         place, package = classify(f, tool_dirs)
         if place is not None:
-            out.append(_Frame(place, package, f))
+            out.append(Frame(place, package, f, funcs[i] if i < len(funcs) else ""))
     return out
 
 
-def _passer(frames: list[_Frame]) -> _Frame | str | None:
+def _passer(frames: list[Frame]) -> Frame | str | None:
     """Who passed the arguments: the innermost frame that is no carrier; where that is
     vLLM's, the code outside vLLM that called into it, or ``"vllm-entry"`` when vLLM's
     own entry point (its command line) took the values."""
@@ -182,11 +205,27 @@ def _passer(frames: list[_Frame]) -> _Frame | str | None:
     return inner[i] if i >= 0 else "vllm-entry"
 
 
-def _by_passer(typ: str, passer: _Frame | str | None) -> Blame:
+def _by_passer(typ: str, passer: Frame | str | None, seen: Seen) -> Blame:
     kind = _kind_of(typ)
     if passer is None:
+        if kind == "TypeError" and (seen.vllm_version or seen.vllm_change):
+            which = f"vLLM {seen.vllm_version}" if seen.vllm_version else "the vLLM change it links"
+            return Blame(
+                "caller",
+                seen.framework,
+                f"the code driving vLLM passes arguments this vLLM does not take ({which} is "
+                "in view); "
+                + (
+                    f"{seen.framework} drives it"
+                    if seen.framework
+                    else "which framework or script passed them is not in view"
+                ),
+            )
         return Blame(
-            "unknown", None, f"a {kind} about the values passed, and who passed them is not in view"
+            "unknown",
+            None,
+            f"a {kind} about the values passed, and neither who passed them nor the "
+            "version of the code they were passed to is in view",
         )
     if passer == "vllm-entry":
         if kind == "validation error":
@@ -199,7 +238,7 @@ def _by_passer(typ: str, passer: _Frame | str | None) -> Blame:
         return Blame(
             "vllm", "vllm", "vLLM's own code called itself with arguments it does not take"
         )
-    assert isinstance(passer, _Frame)
+    assert isinstance(passer, Frame)
     if passer.place == "dependency":
         return Blame(
             "caller",
@@ -208,20 +247,58 @@ def _by_passer(typ: str, passer: _Frame | str | None) -> Blame:
             f"(the {kind} is about the values it passed)",
         )
     if passer.place == "user":
+        project = project_of(passer.file)
         return Blame(
             "caller",
-            None,
-            f"the workload's own script ({_short(passer.file)}) passed arguments this vLLM "
-            f"does not take (the {kind} is about the values it passed)",
+            project,
+            f"the workload's own script ({_short(passer.file)}"
+            + (f", {project}'s" if project else "")
+            + f") passed arguments this vLLM does not take (the {kind} is about the values "
+            "it passed)",
         )
     return Blame("vllm", "vllm", f"vLLM's code passed the values the {kind} is about")
 
 
-def _by_rule(rule: str, why: str | None, frames: list[_Frame], wrapper: str | None) -> Blame:
+def _by_rule(rule: str, why: str | None, frames: list[Frame], seen: Seen) -> Blame:
     kind, _, package = rule.partition(":")
+    framework = _framework_in_view(frames, seen)
+    if kind == "request":
+        if framework is not None:
+            return Blame(
+                "caller",
+                framework,
+                f"{framework} sent vLLM a request or prompt longer than the engine's context "
+                "(vLLM's own check refused it; the framework should fit or filter what it "
+                "sends)",
+            )
+        return Blame("config", None, why or "vLLM's own check refused the user's lengths")
+    if kind == "drift":
+        asker = _asker(frames)
+        if asker is not None:
+            who, pkg = asker
+            return Blame(
+                "caller",
+                pkg,
+                f"{who} asks for what the installed packages no longer have (or do not have "
+                f"yet): it must follow their current API" + (f"; {why}" if why else ""),
+            )
+        return Blame(
+            "environment",
+            None,
+            why or "the installed packages do not go together (one lacks what another asks)",
+        )
+    if kind == "placement":
+        if framework is not None:
+            return Blame(
+                "unknown",
+                None,
+                f"no device was visible to the engine {framework} placed: its placement (the "
+                "GPUs it gave the actor) or the machine, which of the two is not in view",
+            )
+        return Blame("environment", None, why or "no device is visible to the engine")
     if kind == "caller" and not package:
         outside = [f for f in frames if f.place == "dependency" and f.package not in _CARRIERS]
-        package = outside[0].package or "" if outside else (wrapper or "")
+        package = outside[0].package or "" if outside else (seen.wrapper or "")
     text = why or {
         "vllm": "a defect in vLLM's code",
         "config": "vLLM refused the user's settings",
@@ -234,7 +311,31 @@ def _by_rule(rule: str, why: str | None, frames: list[_Frame], wrapper: str | No
     return Blame(origin, package or ("vllm" if origin == "vllm" else None), text)
 
 
-def _by_place(raiser: _Frame, why: str | None) -> Blame:
+def _framework_in_view(frames: list[Frame], seen: Seen) -> str | None:
+    """A framework driving vLLM that the frames (or the log's prefixes) show."""
+    for f in reversed(frames):
+        name = _framework(f)
+        if name is not None:
+            return name
+    return seen.framework or seen.wrapper
+
+
+def _asker(frames: list[Frame]) -> tuple[str, str | None] | None:
+    """The framework or script whose frame asked (the innermost frame outside vLLM's
+    dependencies), or None where it is vLLM or a library."""
+    for f in reversed(frames):
+        name = _framework(f)
+        if name is not None:
+            return name, name
+        if f.place == "user":
+            project = project_of(f.file)
+            return (f"the workload's own script ({_short(f.file)})", project)
+        if f.place == "vllm":
+            return None
+    return None
+
+
+def _by_place(raiser: Frame, why: str | None) -> Blame:
     if raiser.place == "vllm":
         return Blame("vllm", "vllm", why or "raised in vLLM's own code")
     framework = _framework(raiser)
@@ -247,18 +348,17 @@ def _by_place(raiser: _Frame, why: str | None) -> Blame:
     if raiser.place == "dependency":
         return Blame("dependency", raiser.package, why or f"raised in {raiser.package}'s code")
     at = f" ({_short(raiser.file)})" if raiser.file else ""
-    return Blame("caller", None, why or f"raised in the workload's own script{at}, not in vLLM")
+    project = project_of(raiser.file) if raiser.file else None
+    return Blame("caller", project, why or f"raised in the workload's own script{at}, not in vLLM")
 
 
-def _lookup(frame: _Frame) -> bool:
-    return _LOOKUPS.search(frame.file.replace("\\", "/")) is not None
-
-
-def _framework(frame: _Frame) -> str | None:
+def _framework(frame: Frame) -> str | None:
     """The framework driving vLLM that a frame belongs to: an installed package of one,
     or a file inside its checkout."""
     if frame.place == "dependency" and frame.package in FRAMEWORKS:
         return frame.package
+    if frame.package == "ray" and _RAY_LLM.search(frame.file.replace("\\", "/")):
+        return "ray"  # Ray Serve LLM and Ray Data LLM drive vLLM (Ray itself only relays)
     if frame.place == "user" and frame.file:
         return framework_in(frame.file)
     return None

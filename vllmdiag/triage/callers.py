@@ -10,13 +10,39 @@ those lines are what is looked for here.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-#: Each wrapper by the text its own lines carry.
+_SITE = re.compile(r"(?:^|/)(?:site|dist)-packages/(?P<rest>.+)$", re.IGNORECASE)
+
+
+class _HasFile(Protocol):
+    @property
+    def file(self) -> str: ...
+
+
+class _HasFrames(Protocol):
+    @property
+    def frames(self) -> Sequence[_HasFile]: ...
+
+
+class HasLinks(Protocol):
+    @property
+    def links(self) -> Sequence[_HasFrames]: ...
+
+
+#: Each wrapper by the text its own lines carry: its name, or what only it puts in the
+#: command line it builds (ramalama mounts the model at ``/mnt/models/model.file``).
 WRAPPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ramalama", re.compile(r"\bramalama\b|\bRAMALAMA\b|ramalama_\w+", re.IGNORECASE)),
+    (
+        "ramalama",
+        re.compile(r"\bramalama\b|\bRAMALAMA\b|ramalama_\w+|/mnt/models/model\.file", re.I),
+    ),
 )
 #: Literals the log reader searches every block for, so those lines reach the watch.
-LITERALS: tuple[bytes, ...] = (b"amalama", b"AMALAMA")
+LITERALS: tuple[bytes, ...] = (b"amalama", b"AMALAMA", b"/mnt/models/model.file")
+#: The same, as lower-case text: a line holding one is asked which wrapper it shows.
+WRAPPER_HINTS: tuple[str, ...] = ("amalama", "/mnt/models/model.file")
 
 
 def wrapper_in(text: str) -> str | None:
@@ -52,8 +78,73 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "dynamo",
         "kserve",
         "ramalama",
+        # trainers and evaluators that run vLLM for rollouts or scoring
+        "cosmos_rl",
+        "tunix",
+        "skyrl_train",
+        "rllm",
+        "areal",
+        "roll",
+        "nemo_rl",
+        "slime",
+        "open_instruct",
+        "agentlightning",
+        "easysteer",
+        "evalscope",
+        "opencompass",
+        "distilabel",
+        "fastchat",
+        "lmms_engine",
     }
 )
+#: Folders a project keeps its runnable scripts in: a script under ``<project>/demo/``
+#: is that project's (GLM-4's ``basic_demo/glm_server.py``), not the user's own.
+_SCRIPT_DIRS = frozenset(
+    {"demo", "demos", "basic_demo", "examples", "example", "scripts", "inference", "cookbook"}
+)
+#: Folder names that are a machine's, never a project's.
+_GENERIC = frozenset(
+    {
+        "home",
+        "root",
+        "users",
+        "tmp",
+        "temp",
+        "data",
+        "workspace",
+        "workspaces",
+        "work",
+        "code",
+        "src",
+        "app",
+        "apps",
+        "opt",
+        "mnt",
+        "content",
+        "projects",
+        "repos",
+        "git",
+        "srv",
+        "usr",
+        "local",
+        "share",
+    }
+)
+
+
+def project_of(path: str) -> str | None:
+    """The project whose checkout a script lies in, where its folder says so: the folder
+    above a scripts folder (``.../GLM-4/basic_demo/glm_server.py``: GLM-4), or None."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p][:-1]
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i].lower() in _SCRIPT_DIRS:
+            parent = parts[i - 1]
+            if parent.lower() in _GENERIC or parent.startswith((".", "~")):
+                return None
+            if i >= 2 and parts[i - 2].lower() in ("home", "users"):
+                return None  # a user's home folder, not a project
+            return parent
+    return None
 
 
 def framework_in(path: str) -> str | None:
@@ -64,3 +155,24 @@ def framework_in(path: str) -> str | None:
         if part in FRAMEWORKS:
             return part
     return None
+
+
+def frameworks_seen(tracebacks: Iterable[HasLinks]) -> str | None:
+    """The first framework driving vLLM whose code a frame of any traceback shows (an
+    installed package of one, or its checkout), or None."""
+    for tb in tracebacks:
+        for link in tb.links:
+            for frame in link.frames:
+                name = _framework_of(frame.file)
+                if name is not None:
+                    return name
+    return None
+
+
+def _framework_of(path: str) -> str | None:
+    p = path.replace("\\", "/")
+    site = _SITE.search(p)
+    if site:
+        top = site["rest"].split("/", 1)[0]
+        return top if top in FRAMEWORKS else None
+    return framework_in(p)

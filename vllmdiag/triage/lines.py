@@ -75,6 +75,8 @@ def _tag(text: str) -> tuple[str, str] | None:
         proc = f"rank{p.group('rank')}"
     elif p.group("daemon"):
         proc = p.group("daemon")
+    elif p.group("ranks"):
+        proc = p.group("ranks").strip()
     else:
         proc = p.group("short")
     return proc, text[p.end() :]
@@ -96,7 +98,13 @@ def _peel(text: str) -> tuple[str, str]:
         box = px.BOX.match(text)
         if box:
             text = px.BOX_END.sub("", text[box.end() :])
+            if px.RICH_SOURCE.match(text):
+                text = "    " + text.lstrip("❱ ")  # rich's source line: indented, as Python's
             continue
+        if i == 0 and "│" in text and not text.lstrip().startswith("│"):
+            right = px.RIGHT_BORDER.match(text)  # a box line whose left border was cut
+            if right:
+                text = right["body"]
         m = px.CAPTURE.match(text)
         if m is None and text[:1] == " ":  # an indented paste: markdown, a quote
             m = px.CAPTURE.match(text.lstrip())
@@ -168,6 +176,14 @@ def _normalise(raw: str, number: int) -> Line:
     if "\x1b" not in raw and "^[" not in raw and _PLAIN.match(raw):
         return Line(number, MAIN, None, raw.rstrip().replace("\r", ""), None)
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")
+    if px.FENCE.match(text):  # a markdown code fence around the paste: no text of the log
+        return Line(number, MAIN, None, "", None)
+    if "─" in text:  # rich's box: its top border holds the traceback header
+        top = px.RICH_TOP.match(text)
+        if top:
+            return Line(number, MAIN, None, top[1] + ":", None)
+        if px.RICH_BOTTOM.match(text):
+            return Line(number, MAIN, None, "", None)
     if "repeated" in text:
         text = px.REPEATED.sub("", text)
     process, text = _peel(text)
@@ -193,3 +209,26 @@ def _normalise(raw: str, number: int) -> Line:
             if tagged and process == MAIN:
                 process, text = tagged
     return Line(number, process, level, text.rstrip(), record)
+
+
+#: Where a message runs into its neighbour: the next log record glued on (a paste that
+#: lost the line break: vLLM's ``INFO 01-02 12:00:00 [core.py:1]``, a process tag and
+#: record, a capture timestamp), or a deduplicator's note (``[repeated 3x across
+#: cluster]``, ``(repeated 2 times)``, Ray's one-time note on deduplication).
+_NEIGHBOUR = re.compile(
+    r"\s+(?:\([A-Za-z_][\w:.()-]* pid=\d+[^)]*\)\s*)?"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+    r"|\s+\([A-Za-z_][\w:.-]* pid=\d+[^)]*\)\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b"
+    r"|\s+\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.,]\d+(?:Z|[+-]\d{2}:?\d{2})?\s"
+    r"|\s*[\[(](?:message |this message was |last message )?repeated \d+(?:x| (?:more )?times?)"
+    r"(?: across cluster)?[\])]"
+    r"|\s*\(Ray deduplicates logs by default\."
+)
+
+
+def without_neighbours(message: str) -> str:
+    """``message`` cut where the next record or a deduplicator's note was glued to it."""
+    if len(message) < 8:
+        return message
+    m = _NEIGHBOUR.search(message, 1)
+    return message[: m.start()].rstrip() if m else message

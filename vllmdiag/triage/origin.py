@@ -27,6 +27,7 @@ TOOL_PACKAGE = "vllmdiag"
 _SITE = re.compile(r"(?:^|/)(?:site|dist)-packages/(?P<rest>.+)$", re.IGNORECASE)
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
+_ELIDED = re.compile(r"^(?:\.{3,}|…|\*+)$")
 _STDLIB = re.compile(r"(?:^|/)lib(?:64)?/python\d(?:\.\d+)?t?/|(?:^|/)Lib/")
 
 
@@ -68,6 +69,9 @@ def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, st
     if _STDLIB.search(p):
         return None, None
     parts = [x for x in p.split("/") if x]
+    while len(parts) > 1 and _ELIDED.match(parts[0]):
+        parts = parts[1:]  # a head the paste elided (``.../triton/jit.py``, ``***/x``)
+        p = "/".join(parts)
     dirs = parts[:-1]
     for i, part in enumerate(dirs):
         if part == "vllm" and i + 1 < len(dirs):  # a checkout: .../vllm/vllm/engine/x.py

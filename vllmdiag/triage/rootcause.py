@@ -9,7 +9,8 @@ the original exception stands for it (or the remote one of a Ray task error).
 
 Then tiers, the earliest candidate of the first tier that has one wins (the process that
 failed first):
-0. exceptions, and strong death lines (a named process died, a fatal Python error);
+0. exceptions, and strong death lines (a named process died, a fatal Python error,
+   Ray's account of an actor's death in the ``ActorDiedError`` its receiver got);
 1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), the error a
    wrapper quotes (the failing child's own output is not in view), the error message a
    process logged right above a traceback the paste cut before its exception line, and
@@ -33,6 +34,7 @@ from vllmdiag.triage.catalogue import Catalogue
 from vllmdiag.triage.deaths import Death
 from vllmdiag.triage.fallback import quoted, unknown_note
 from vllmdiag.triage.model import Evidence, LogTriage, RootCause, Skipped
+from vllmdiag.triage.raydeaths import ActorDeath, actor_death
 from vllmdiag.triage.tracebacks import Link, Traceback
 
 WRAPPER = re.compile(
@@ -145,9 +147,14 @@ def choose(
         root = _root_link(links, cat, ev.vllm_version)
         if root is None:
             continue
+        died = actor_death(root.type, root.message)
+        if died is not None:  # Ray's report of an actor's death: that actor's death line
+            cands.append(_Candidate(0, root.exc_line, _actor(tb, root, died, cat, ev)))
+            continue
         follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
         label = "follow-on" if follow else ""
-        cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label))
+        cut = _frames_below(tb, root, tbs) if tb.headless and not root.frames else None
+        cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label, cut))
     for d in ev.deaths:
         if d.strength == "weak" and _introduces(d, tbs):
             continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
@@ -155,7 +162,8 @@ def choose(
             continue  # a signal notice its process logged on after
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
     if ev.relay is not None:
-        cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat)))
+        cut = next((t for t in tbs if t.links and all(k.kind == "cut" for k in t.links)), None)
+        cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat, cut)))
     if ev.cli_error is not None:
         cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
     note = None
@@ -185,9 +193,31 @@ def choose(
 
 
 def _exception(
-    tier: int, tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str
+    tier: int,
+    tb: Traceback,
+    link: Link,
+    cat: Catalogue,
+    ev: Evidence,
+    label: str,
+    cut: Traceback | None = None,
 ) -> _Candidate:
-    return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label))
+    return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label, cut))
+
+
+def _frames_below(tb: Traceback, link: Link, tbs: Sequence[Traceback]) -> Traceback | None:
+    """A traceback of frames alone (cut before its exception line, its header not in
+    view) that the same process printed below an exception line quoted without frames:
+    the quoted error's own (a paste that put the error first, then its stack)."""
+    for t in tbs:
+        if (
+            t.process == tb.process
+            and t.first_line > link.exc_line
+            and not t.header
+            and t.links
+            and all(k.kind == "cut" for k in t.links)
+        ):
+            return t
+    return None
 
 
 def _quote(
@@ -201,12 +231,18 @@ def _introduces(d: Death, tbs: Sequence[Traceback]) -> bool:
     return any(t.process == d.process and d.line <= t.first_line <= d.line + 3 for t in tbs)
 
 
-def _relayed(ev: Evidence, cat: Catalogue) -> Callable[[], RootCause]:
-    return lambda: causes.from_relay(ev, cat)
+def _relayed(ev: Evidence, cat: Catalogue, cut: Traceback | None) -> Callable[[], RootCause]:
+    return lambda: causes.from_relay(ev, cat, cut)
 
 
 def _header(tb: Traceback, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:
     return lambda: causes.from_header(tb, cat, ev)
+
+
+def _actor(
+    tb: Traceback, link: Link, died: ActorDeath, cat: Catalogue, ev: Evidence
+) -> Callable[[], RootCause]:
+    return lambda: causes.from_actor_death(tb, link, died, cat, ev)
 
 
 def _death(d: Death, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:
