@@ -284,6 +284,154 @@ def test_the_convention_is_written_down_and_names_every_kind_and_rule() -> None:
         "request",
         "drift",
         "placement",
+        "kernel",
         "dependency",
         "caller",
     }
+    for rule in ("request", "drift", "placement", "kernel"):
+        assert rule in (ROOT / "vllmdiag" / "triage" / "catalogue.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "known", "origin"),
+    [
+        (
+            _tb(
+                (f"{SITE}/vllm/entrypoints/openai/serving_chat.py", "create_chat_completion"),
+                exc="jinja2.exceptions.TemplateError: Conversation roles must alternate "
+                "user/assistant/user/assistant/...",
+            ),
+            "chat-template-refuses-messages",
+            "config",
+        ),
+        (
+            "RuntimeError: Failed to load the model config. If the model is a custom model not "
+            "yet available in the HuggingFace transformers library, consider setting "
+            "`trust_remote_code=True` in LLM or using the `--trust-remote-code` flag in the CLI.",
+            "remote-code-not-trusted",
+            "config",
+        ),
+        (
+            "ValueError: No supported config format found in deepseek-ai/DeepSeek-R1.",
+            "model-files-not-found",
+            "config",
+        ),
+        (
+            "safetensors_rust.SafetensorError: Error while deserializing header: "
+            "MetadataIncompleteBuffer",
+            "weights-file-damaged",
+            "environment",
+        ),
+        (
+            "AssertionError: Torch not compiled with CUDA enabled",
+            "torch-without-cuda",
+            "environment",
+        ),
+        (
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+            "local network address. port: 29500, code: -98, name: EADDRINUSE",
+            "port-already-in-use",
+            "environment",
+        ),
+        (
+            "RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
+            "c-compiler-missing",
+            "environment",
+        ),
+        (
+            _tb(
+                (f"{SITE}/transformers/models/auto/configuration_auto.py", "__getitem__"),
+                exc="KeyError: 'qwen2_vl'",
+            ),
+            "transformers-config-mapping-missing",
+            "environment",
+        ),
+        (
+            "ValueError: Tokenizer class Qwen2Tokenizer does not exist or is not currently "
+            "imported.",
+            "transformers-class-missing",
+            "environment",
+        ),
+    ],
+)
+def test_what_the_message_says_names_the_setting_or_the_machine(
+    tmp_path: Path, text: str, known: str, origin: str
+) -> None:
+    rc = _cause(tmp_path, text + "\n")
+    assert (rc.known, rc.origin) == (known, origin), rc.why
+
+
+def test_a_triton_kernel_the_gpu_cannot_hold_is_the_code_that_launched_it(
+    tmp_path: Path,
+) -> None:
+    exc = (
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: "
+        "147456, Hardware limit: 101376. Reducing block sizes or `num_stages` may help."
+    )
+    rc = _cause(
+        tmp_path,
+        _tb(
+            (f"{SITE}/vllm/model_executor/layers/fused_moe/fused_moe.py", "fused_experts_impl"),
+            (f"{SITE}/triton/runtime/jit.py", "run"),
+            exc=exc,
+        ),
+    )
+    assert (rc.known, rc.origin, rc.raised_in) == ("triton-out-of-resources", "vllm", "triton")
+    rc = _cause(
+        tmp_path,
+        _tb(
+            (f"{SITE}/flash_attn/ops/triton/rotary.py", "apply_rotary"),
+            (f"{SITE}/triton/runtime/jit.py", "run"),
+            exc=exc,
+        ),
+    )
+    assert (rc.origin, rc.package) == ("dependency", "flash_attn")
+
+
+@pytest.mark.parametrize(
+    ("message", "origin"),
+    [
+        (
+            "ValueError: Sliding window is not supported here. Please set --max-model-len 4096.",
+            "config",
+        ),
+        (
+            "ImportError: Please install flash-attn to use this backend: pip install flash-attn",
+            "environment",
+        ),
+        (
+            "RuntimeError: CUDA error: unspecified launch failure. For debugging consider passing "
+            "CUDA_LAUNCH_BLOCKING=1.",
+            "vllm",
+        ),
+    ],
+)
+def test_a_message_raised_in_vllm_is_read_by_what_it_says_to_do(
+    tmp_path: Path, message: str, origin: str
+) -> None:
+    rc = _cause(tmp_path, _tb((f"{SITE}/vllm/worker/model_runner.py", "run"), exc=message))
+    assert rc.origin == origin, rc.why
+
+
+def test_vllm_passing_a_library_what_its_release_does_not_take_is_the_installed_pair(
+    tmp_path: Path,
+) -> None:
+    rc = _cause(
+        tmp_path,
+        _tb(
+            (f"{SITE}/vllm/multimodal/processing.py", "call_hf_processor"),
+            (f"{SITE}/transformers/image_processing_utils.py", "__call__"),
+            exc="TypeError: Qwen2VLImageProcessor.preprocess() got an unexpected keyword "
+            "argument 'return_mm_token_type_ids'",
+        ),
+    )
+    assert (rc.origin, rc.package) == ("environment", None)
+    rc = _cause(
+        tmp_path,
+        _tb(
+            (f"{SITE}/trl/trainer/grpo_trainer.py", "__init__"),
+            (f"{SITE}/vllm/entrypoints/llm.py", "__init__"),
+            exc="TypeError: EngineArgs.__init__() got an unexpected keyword argument 'device'",
+        ),
+    )
+    assert (rc.origin, rc.package) == ("caller", "trl")

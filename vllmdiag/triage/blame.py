@@ -64,10 +64,11 @@ ORIGINS: tuple[Origin, ...] = (
 #: frames complete: ``request`` (a request or prompt too long: the framework that sent it
 #: where one is in view, else the user's lengths), ``drift`` (installed versions that do
 #: not go together: a framework or script that asked for what is gone is the caller, else
-#: the environment) and ``placement`` (no device visible: the machine, unless a framework
-#: placed the engine, whose placement may be why).
+#: the environment), ``placement`` (no device visible: the machine, unless a framework
+#: placed the engine, whose placement may be why) and ``kernel`` (a kernel's launch
+#: configuration the GPU cannot hold: the code that launched it through Triton).
 RULE = re.compile(
-    r"^(?:frames|vllm|config|environment|unknown|request|drift|placement"
+    r"^(?:frames|vllm|config|environment|unknown|request|drift|placement|kernel"
     r"|(?:dependency|caller)(?::[\w.-]+)?)$"
 )
 
@@ -84,6 +85,41 @@ _CARRIERS = frozenset({"pydantic", "pydantic_core", "ray", "xoscar", "typing_ext
 #: the receiver's, and who passed the values is in the other process.
 _RELAYS = frozenset({"ray", "xoscar"})
 _RAY_LLM = re.compile(r"/ray/(?:llm|serve/llm|data/llm)/")
+#: What a kernel is compiled and launched through: not the kernel's owner.
+_KERNEL_RUNTIMES = frozenset({"triton", "torch"})
+#: A message that tells the user to change a setting (vLLM's own checks are worded so):
+#: the user's config where vLLM's code raised it.
+_SETTING_ADVICE = re.compile(
+    r"(?i)\b(?:please|try|consider|you (?:can|could|should|may|must|need to)|make sure"
+    r"(?: that)?) (?:to )?(?:set(?:ting)?|us(?:e|ing)|pass(?:ing)?|specify(?:ing)?"
+    r"|increas(?:e|ing)|decreas(?:e|ing)|reduc(?:e|ing)|lower(?:ing)?|rais(?:e|ing)"
+    r"|enabl(?:e|ing)|disabl(?:e|ing)|add(?:ing)?|remov(?:e|ing)|chang(?:e|ing)"
+    r"|adjust(?:ing)?|provid(?:e|ing)|choos(?:e|ing)|select(?:ing)?|run(?:ning)? with)\b"
+)
+#: Sentences that only say how to debug (``For debugging consider passing
+#: CUDA_LAUNCH_BLOCKING=1``, ``run with NCCL_DEBUG=INFO``): no setting to change.
+_DEBUGGING = re.compile(
+    r"[^.]*(?:debug|CUDA_LAUNCH_BLOCKING|TORCH_USE_CUDA_DSA|for (?:more )?details)[^.]*\.?",
+    re.IGNORECASE,
+)
+#: A message that says to install or upgrade a package: the installed stack.
+_INSTALL_ADVICE = re.compile(
+    r"(?i)\bpip install\b|\bplease (?:install|upgrade|update|reinstall)\b"
+    r"|\b(?:upgrade|update) (?:your )?(?:transformers|torch|vllm|flashinfer|triton|xformers)\b"
+    r"|\brequires? [\w-]+ ?(?:>=|==|>)"
+)
+#: vLLM's own API, as an argument error names the callable it is about.
+_VLLM_CALLEE = re.compile(
+    r"^(?:Async)?(?:EngineArgs|LLMEngine|LLM|SamplingParams|PoolingParams|LoRARequest"
+    r"|\w*Config|TokensPrompt|TextPrompt|GuidedDecodingParams|StructuredOutputsParams"
+    r"|AsyncLLM|MQLLMEngine)\b"
+)
+#: A callable of transformers' (a processor, tokenizer, model class or its loader).
+_LIBRARY_CALLEE = re.compile(
+    r"^\w*(?:Processor|Tokenizer|TokenizerFast|FeatureExtractor|ImageProcessor\w*"
+    r"|PreTrainedModel|ForCausalLM|ForConditionalGeneration)\b|\bfrom_pretrained\b"
+    r"|\bapply_chat_template\b"
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +187,9 @@ def decide(
     if rule and rule != "frames":
         return _by_rule(rule, rule_why, frames, seen)
     argument = is_argument_error(typ, message)
+    drift = _library_drift(typ, message, frames) if argument else None
+    if drift is not None:
+        return drift
     passer = _passer(frames) if argument else None
     if isinstance(passer, Frame) and passer.place == "tool":
         return Blame(
@@ -170,6 +209,9 @@ def decide(
             return Blame(origin, package, why)  # type: ignore[arg-type]
     frames = strip_dispatch(frames)
     raiser = frames[-1] if frames else None
+    advised = _by_advice(message, raiser)
+    if advised is not None:
+        return advised
     if raiser is not None:
         return _by_place(raiser, rule_why)
     return Blame(
@@ -177,6 +219,63 @@ def decide(
         None,
         "no frame of the failing code is in view and the message does not say whose it is",
     )
+
+
+def _by_advice(message: str, raiser: Frame | None) -> Blame | None:
+    """A message raised in vLLM's code (or with no frame in view) that says what to do:
+    install or upgrade a package (the installed stack: ``environment``), or change a
+    setting (vLLM's own check: ``config``). A library's own advice about a setting is
+    left to its frames."""
+    if raiser is not None and raiser.place not in ("vllm", "dependency"):
+        return None
+    if _INSTALL_ADVICE.search(message):
+        return Blame(
+            "environment",
+            None,
+            "the message says to install or upgrade a package: the installed stack, not the "
+            "code that raised it",
+        )
+    advice = _DEBUGGING.sub("", message)
+    if (raiser is None or raiser.place == "vllm") and _SETTING_ADVICE.search(advice):
+        return Blame(
+            "config",
+            None,
+            "vLLM's own check says which setting to change: the user's settings, not a "
+            "defect in vLLM",
+        )
+    return None
+
+
+def _library_drift(typ: str, message: str, frames: list[Frame]) -> Blame | None:
+    """An argument error about a library's callable (a processor, a tokenizer) that
+    vLLM's code called: vLLM passes what the installed library does not take, or the
+    library forwards what it no longer takes: the installed versions do not go
+    together. A framework or script that called the library is the caller, decided by
+    the passer as usual."""
+    if typ.rsplit(".", 1)[-1] != "TypeError" or _VLLM_CALLEE.match(message):
+        return None
+    outside = [f for f in frames if f.package not in _CARRIERS]
+    if not outside:
+        return None
+    inner = outside[-1]
+    if inner.place == "vllm" and _LIBRARY_CALLEE.search(message):
+        return Blame(
+            "environment",
+            None,
+            "vLLM passes a library's callable an argument the installed release does not "
+            "take: the installed versions of vLLM and that library do not go together",
+        )
+    if inner.place == "dependency" and inner.package not in FRAMEWORKS:
+        above = [f for f in outside if f.package != inner.package]
+        if above and above[-1].place == "vllm":
+            return Blame(
+                "environment",
+                None,
+                f"vLLM called {inner.package}, which refused the arguments (the installed "
+                f"{inner.package} does not take what this vLLM passes): the installed "
+                "versions do not go together",
+            )
+    return None
 
 
 def _frames(files: Sequence[str], funcs: Sequence[str], tool_dirs: Sequence[str]) -> list[Frame]:
@@ -296,6 +395,17 @@ def _by_rule(rule: str, why: str | None, frames: list[Frame], seen: Seen) -> Bla
                 "GPUs it gave the actor) or the machine, which of the two is not in view",
             )
         return Blame("environment", None, why or "no device is visible to the engine")
+    if kind == "kernel":
+        owner = [f for f in frames if f.package not in _KERNEL_RUNTIMES]
+        if owner:
+            blamed = _by_place(owner[-1], None)
+            return Blame(
+                blamed.origin,
+                blamed.package,
+                f"{why or 'the kernel asks more of the GPU than it has'}; the kernel and its "
+                f"launch configuration are {_owner_words(blamed)}",
+            )
+        return Blame("unknown", None, "the code that launched the kernel is not in view")
     if kind == "caller" and not package:
         outside = [f for f in frames if f.place == "dependency" and f.package not in _CARRIERS]
         package = outside[0].package or "" if outside else (seen.wrapper or "")
@@ -309,6 +419,12 @@ def _by_rule(rule: str, why: str | None, frames: list[Frame], seen: Seen) -> Bla
     }.get(kind, "")
     origin: Origin = next((o for o in ORIGINS if o == kind), "unknown")
     return Blame(origin, package or ("vllm" if origin == "vllm" else None), text)
+
+
+def _owner_words(blamed: Blame) -> str:
+    if blamed.origin == "vllm":
+        return "vLLM's"
+    return f"{blamed.package}'s" if blamed.package else "the workload's own"
 
 
 def _framework_in_view(frames: list[Frame], seen: Seen) -> str | None:

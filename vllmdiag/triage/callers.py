@@ -95,6 +95,20 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "distilabel",
         "fastchat",
         "lmms_engine",
+        "realhf",
+        "verifiers",
+        "prime_rl",
+        "nemo_skills",
+        "dspy",
+        "haystack",
+        "bentoml",
+        "openllm",
+        "guidellm",
+        "open_r1",
+        "marti",
+        "ragen",
+        "simple_evals",
+        "bespokelabs",
     }
 )
 #: Folders a project keeps its runnable scripts in: a script under ``<project>/demo/``

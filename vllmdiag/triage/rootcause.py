@@ -98,14 +98,19 @@ def _benign_reason(tb: Traceback, cat: Catalogue, version: str | None) -> str | 
 
 
 def _root_link(links: list[Link], cat: Catalogue, version: str | None) -> Link | None:
-    """The first non-wrapper link; a later one of the same chain when only it is known
-    (transformers turns a ``KeyError`` into the ``ValueError`` that explains it)."""
+    """The first non-wrapper link; a later one of the same chain when only it is known by
+    its words (transformers turns a ``KeyError`` into the ``ValueError`` that explains
+    it)."""
     real = [k for k in links if not is_wrapper(k)]
     if not real:
         return None
-    if causes.hit(cat, real[0], version) is None:
+    first = causes.hit(cat, real[0], version)
+    if first is None or first.entry.raised_by is not None:
+        # unknown, or known only by where it was raised: a later link whose own words
+        # the catalogue knows explains it better
         for k in real[1:]:
-            if k.kind == "exception" and causes.hit(cat, k, version) is not None:
+            h = causes.hit(cat, k, version) if k.kind == "exception" else None
+            if h is not None and h.entry.raised_by is None:
                 return k
     return real[0]
 
