@@ -301,3 +301,91 @@ def test_a_path_whose_head_the_paste_elided_is_still_placed(
     path: str, expected: tuple[str, str]
 ) -> None:
     assert classify(path) == expected
+
+
+def test_a_traceback_flattened_into_one_line_is_read_back_in_its_lines(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        'Traceback (most recent call last):   File "/usr/local/lib/python3.10/dist-packages/'
+        'vllm/engine/arg_utils.py", line 800, in create_engine_config     raise ValueError( '
+        "^^^^^^^^^^^ ValueError: Total number of attention heads (32) must be divisible by "
+        "tensor parallel size (3).",
+    )
+    assert (rc.type, rc.evidence, rc.raised_in) == ("ValueError", "traceback", "vllm")
+    assert rc.message.startswith("Total number of attention heads (32)")
+    assert rc.frames[-1].endswith("in create_engine_config")
+
+
+def test_a_paste_with_doubled_line_breaks_reads_as_the_traceback(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "Traceback (most recent call last):\n\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/arg_utils.py", line 800, '
+        "in create_engine_config\n\n    raise ValueError(\n\n"
+        "ValueError: Total number of attention heads (32) must be divisible by tensor "
+        "parallel size (3).\n",
+    )
+    assert (rc.type, rc.evidence, rc.origin) == ("ValueError", "traceback", "config")
+
+
+def test_a_message_logged_on_its_own_line_before_a_cut_traceback_is_read(
+    tmp_path: Path,
+) -> None:
+    rc = _cause(
+        tmp_path,
+        "ERROR:root:Failed to start the engine: CUDA out of memory. Tried to allocate 1.00 GiB\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/server.py", line 30, in start\n'
+        "    engine = AsyncLLMEngine.from_engine_args(args)\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/async_llm_engine.py", '
+        "line 500, in from_engine_args\n",
+    )
+    assert rc.message.startswith("Failed to start the engine: CUDA out of memory.")
+    assert (rc.known, rc.origin) == ("cuda-out-of-memory", "environment")
+
+
+@pytest.mark.parametrize(
+    ("text", "process", "known", "origin"),
+    [
+        (
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=123456.batch. Some of the "
+            "step tasks have been OOM Killed.\n",
+            "slurmstepd",
+            "host-oom-killed",
+            "environment",
+        ),
+        (
+            "srun: error: node-17: task 0: Killed\n"
+            "slurmstepd: error: *** JOB 998 ON node-17 CANCELLED AT 2025-01-01T12:00:00 DUE TO "
+            "TIME LIMIT ***\n",
+            "slurmstepd",
+            "scheduler-ended-the-job",
+            "environment",
+        ),
+        (
+            "(raylet) The node with node id: abc123 and address: 10.0.0.3 has been marked dead "
+            "because the detector has missed too many heartbeats from it.\n",
+            "raylet",
+            "ray-node-dead",
+            "unknown",
+        ),
+        (
+            "  Warning  Evicted  2m  kubelet  The node was low on resource: memory. Container "
+            "vllm was using 60Gi, request is 0.\n",
+            "kubelet",
+            "host-oom-killed",
+            "environment",
+        ),
+    ],
+)
+def test_a_cluster_managers_own_death_report_is_the_death_line(
+    tmp_path: Path, text: str, process: str, known: str, origin: str
+) -> None:
+    rc = _cause(tmp_path, text)
+    assert (rc.type, rc.evidence, rc.process) == ("", "death-line", process)
+    assert (rc.known, rc.origin) == (known, origin)
+
+
+def test_a_cluster_managers_error_line_is_no_refused_command_line(tmp_path: Path) -> None:
+    rc = _log(tmp_path, "srun: error: Unable to create step for job 12: Job/step already done\n")
+    assert rc is None or rc.evidence != "cli-error"

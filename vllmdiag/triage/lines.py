@@ -131,9 +131,65 @@ _TAG_ANYWHERE = re.compile(r"\([A-Za-z][\w-]*(?: \(\w+\)| rank=\d+)? pid=\d+(?:,
 def unglue(raw: str) -> list[str]:
     """A line whose line breaks a paste lost, back in its lines: where the same process
     tag recurs inside one line, each occurrence starts a line of its own
-    (``(APIServer pid=1)   File "..."(APIServer pid=1)     raise X``). A line naming a
-    tag once (a Ray task error's ``(pid=7, ip=..)``, a message quoting one) is left
-    whole."""
+    (``(APIServer pid=1)   File "..."(APIServer pid=1)     raise X``); a traceback
+    flattened into one line without tags is split at its header, its frames and its
+    exception line (see :func:`unflatten`). A line naming a tag once (a Ray task error's
+    ``(pid=7, ip=..)``, a message quoting one) is left whole."""
+    if 'File "' in raw and (raw.count('File "') > 1 or _TB_HEAD in raw):
+        return [line for part in _untag(raw) for line in unflatten(part)]
+    return _untag(raw)
+
+
+_TB_HEAD = "Traceback (most recent call last):"
+#: A frame in a flattened traceback: its ``File ".."`` line, then its source line.
+_FLAT_FRAME = re.compile(
+    r'^(?P<frame>File [“"][^"”]+[”"], line \d+(?:, in [^\s]+)?)\s*(?P<rest>.*)$'
+)
+_FLAT_SPLIT = re.compile(r'\s+(?=File [“"][^"”]+[”"], line \d+)')
+#: The exception line at the end of a flattened traceback (``... raise X( ValueError: ..``).
+_FLAT_EXC = re.compile(
+    r"(?:^|\s)(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)"
+    r"(?:\([\w.]+\))?: \S.*)$"
+)
+_CARETS = re.compile(r"\s*[~^]{3,}\s*")
+
+
+def unflatten(raw: str) -> list[str]:
+    """A traceback whose line breaks were lost, in one line (``Traceback (most recent
+    call last):   File "x.py", line 1, in f     g() ValueError: boom``), back in its
+    lines: the header, each frame and its source line (indented as Python prints
+    them), and the exception line. Text before the header stays a line of its own."""
+    head, sep, body = raw.partition(_TB_HEAD)
+    if not sep:
+        head, body = "", raw
+    pieces = _FLAT_SPLIT.split(body.strip())
+    if len(pieces) < 2 and not (sep and pieces and _FLAT_FRAME.match(pieces[0])):
+        return [raw]
+    out = [head.rstrip()] if head.strip() else []
+    if sep:
+        out.append(_TB_HEAD)
+    for i, piece in enumerate(pieces):
+        m = _FLAT_FRAME.match(piece)
+        if m is None:
+            if piece.strip():
+                out.append(piece.strip())
+            continue
+        out.append("  " + m["frame"])
+        rest = _CARETS.sub(" ", m["rest"]).strip()
+        if i == len(pieces) - 1:
+            exc = _FLAT_EXC.search(rest)
+            if exc is not None:
+                source = rest[: exc.start("exc")].strip()
+                if source:
+                    out.append("    " + source)
+                out.append(exc["exc"])
+                continue
+        if rest:
+            out.append("    " + rest)
+    return out
+
+
+def _untag(raw: str) -> list[str]:
     if raw.count(" pid=") < 2:
         return [raw]
     tags = list(_TAG_ANYWHERE.finditer(raw))

@@ -57,6 +57,9 @@ LITERALS: tuple[bytes, ...] = (
     b"unexpected keyword",  # Python's argument errors, quoted without their type
     b"positional argument",
     b"keyword-only argument",
+    b"marked dead",  # cluster managers: a Ray node lost, a pod evicted, a job cancelled
+    b"low on resource",
+    b"CANCELLED AT",
     "❱".encode(),  # rich's boxed traceback marks the line that raised (its frame is above)
     b"--> ",  # IPython's arrow at the line that raised (``----> 3``, ``--> 177``)
 )

@@ -35,6 +35,28 @@ _CLAP_ERROR = re.compile(
 )
 
 
+#: Programs whose ``prog: error: ..`` lines are their own reports, not a refused command
+#: line: Slurm's, the kernel's, daemons'.
+_NOT_A_CLI = frozenset(
+    {
+        "slurmstepd",
+        "srun",
+        "sbatch",
+        "salloc",
+        "slurmd",
+        "kernel",
+        "systemd",
+        "dockerd",
+        "containerd",
+        "kubelet",
+        "raylet",
+        "sshd",
+        "mpirun",
+        "prterun",
+    }
+)
+
+
 class Watch:
     """Feed raw lines in order; read the parser, the deaths and the facts after."""
 
@@ -71,6 +93,8 @@ class Watch:
             self.deaths.feed(line)
             if self.cli_error is None and "error: " in text:
                 m = _CLI_ERROR.match(text.strip())
+                if m and m["prog"].strip().lower() in _NOT_A_CLI:
+                    m = None  # a cluster manager's or daemon's own error line
                 c = None if m else _CLAP_ERROR.match(text.strip())
                 if m:
                     self.cli_error = (number, m["msg"], m["prog"])
