@@ -84,7 +84,7 @@ def dry_run(tmp: Path) -> dict[str, object]:
 
 
 def redaction() -> dict[str, object]:
-    from vllmdiag import redact
+    from vllmdiag.services import redact
 
     text = "a." * (MB // 2)
     t0 = time.perf_counter()
@@ -109,10 +109,11 @@ def redaction() -> dict[str, object]:
 
 
 def env_reuse(tmp: Path) -> dict[str, object]:
-    from vllmdiag import probes, proc
-    from vllmdiag.envs import EnvCache, LegSpec
-    from vllmdiag.envs.cache import _healthy
-    from vllmdiag.envs.verify import read_marker
+    from vllmdiag import probes
+    from vllmdiag.services import proc
+    from vllmdiag.services.envs import EnvCache, LegSpec
+    from vllmdiag.services.envs.cache import _healthy
+    from vllmdiag.services.envs.verify import read_marker
 
     cache = EnvCache(tmp / "cache")
     out: dict[str, object] = {}
@@ -163,8 +164,9 @@ def env_reuse(tmp: Path) -> dict[str, object]:
 def content(tmp: Path) -> dict[str, object]:
     from importlib import metadata
 
-    from vllmdiag import probes, proc
-    from vllmdiag.envs.uvtool import uv
+    from vllmdiag import probes
+    from vllmdiag.services import proc
+    from vllmdiag.services.envs.uvtool import uv
 
     out: dict[str, object] = {}
     legs = {

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from vllmdiag import proc  # noqa: E402
+from vllmdiag.services import proc  # noqa: E402
 
 SIGNATURE = (
     "void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, "
@@ -49,7 +49,7 @@ CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from vllmdiag.profile import job
+from vllmdiag.jobs.profile import diff_command as job
 start = time.monotonic()
 job.diff_inputs(Path({a!r}), Path({b!r}), out=Path({out!r}), top=15, runs_root=Path({out!r}))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -60,7 +60,7 @@ print(json.dumps({{"s": time.monotonic() - start, "peak_mb": peak / 1024}}))
 def naive_depths(text: str) -> list[int]:
     """The naive parser's bracket depths: every character visited in Python, each '<'
     scanning back over its identifier."""
-    from vllmdiag.profile import cxxnames
+    from vllmdiag.readers.traces import cxxnames
 
     depth: list[int] = []
     stack: list[str] = []
@@ -97,7 +97,7 @@ LONG = (
 
 def parse_us(template: str, naive: bool, n: int = 2000) -> float:
     """Microseconds to parse one distinct name (no cache), linear or naive."""
-    from vllmdiag.profile import cxxnames
+    from vllmdiag.readers.traces import cxxnames
 
     linear = cxxnames._depths
     cxxnames._depths = naive_depths if naive else linear

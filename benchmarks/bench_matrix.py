@@ -29,7 +29,7 @@ from pathlib import Path
 
 def overhead(n: int, tmp: Path) -> dict[str, float]:
     from vllmdiag import MatrixOptions, run_matrix
-    from vllmdiag.config import load_recipe
+    from vllmdiag.services.config import load_recipe
 
     workloads = "\n".join(f'  w{i}: {{command: ["{{python}}", "-c", "pass"]}}' for i in range(n))
     recipe = tmp / "overhead.yaml"
@@ -62,7 +62,7 @@ def overhead(n: int, tmp: Path) -> dict[str, float]:
 
 
 def derived_leg(tmp: Path) -> dict[str, float]:
-    from vllmdiag.envs import EnvCache, LegSpec
+    from vllmdiag.services.envs import EnvCache, LegSpec
 
     base = LegSpec("fresh", ("nvidia-cutlass-dsl",))
     warm = EnvCache(tmp / "warm")

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from vllmdiag import proc  # noqa: E402
+from vllmdiag.services import proc  # noqa: E402
 
 H200 = REPO / "tests" / "fixtures" / "traces" / "h200"
 
@@ -74,13 +74,14 @@ def child(mode: str, paths: list[str]) -> None:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     t0, c0 = time.perf_counter(), time.process_time()
     if mode == "diff":
-        from vllmdiag.profile import diff, leg
+        from vllmdiag.jobs.profile.diff import time_diff as diff
+        from vllmdiag.readers.traces import leg
 
         d = diff.diff(leg.load(Path(paths[0]), "A"), leg.load(Path(paths[1]), "B"))
         extra = {"kernels": [d.a.kernel_count, d.b.kernel_count], "delta_us": d.delta_us,
                  "attributed": [_attributed(d.a), _attributed(d.b)]}  # fmt: skip
     elif mode == "stream":
-        from vllmdiag.profile import kineto
+        from vllmdiag.readers.traces import kineto
 
         extra = {"kernels": kineto.read(Path(paths[0])).kernel_count}
     else:
@@ -94,7 +95,7 @@ def child(mode: str, paths: list[str]) -> None:
 
 def _attributed(leg: object) -> float:
     """Share of a side's GPU time whose launching op the join found."""
-    from vllmdiag.profile import ops
+    from vllmdiag.readers.traces import ops
 
     kernels = leg.kernels.values()  # type: ignore[attr-defined]
     total = sum(k.total_us for k in kernels) or 1.0

@@ -43,7 +43,7 @@ def _recipe(tmp: Path, name: str, cells: int, command: str, *, metric: bool) -> 
 
 def _run(recipe: Path, out: Path, executor: Any) -> dict[str, float]:
     from vllmdiag import MatrixOptions, run_matrix
-    from vllmdiag.config import load_recipe
+    from vllmdiag.services.config import load_recipe
 
     start = time.perf_counter()
     report = run_matrix(load_recipe(recipe), MatrixOptions(out=out, executor=executor))
@@ -76,7 +76,7 @@ def _cluster(nodes: int) -> Any:
 def _on_cluster(nodes: int, recipe: Path, out: Path) -> dict[str, float]:
     import ray
 
-    from vllmdiag.cluster import RayExecutor
+    from vllmdiag.adapters.cluster import RayExecutor
 
     c = _cluster(nodes)
     try:
@@ -91,7 +91,7 @@ def _on_cluster(nodes: int, recipe: Path, out: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    from vllmdiag.runner import LocalExecutor
+    from vllmdiag.spine.runner import LocalExecutor
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--cells", type=int, default=30)

@@ -12,7 +12,7 @@ every slot.
 1. Overhead per cell: the cells' time in the journal (``cell_started`` to
    ``cell_finished``) against running the same commands with plain ``subprocess.run``
    in a loop, as the seeds' driver scripts did.
-2. Regeneration: ``vllmdiag.study.regenerate`` (read every batch, select the canonical
+2. Regeneration: ``vllmdiag.jobs.study.regenerate`` (read every batch, select the canonical
    runs, write REPORT.md, CANONICAL.md, MANIFEST.md and the TSVs) against the naive
    floor: ``json.load`` of every ``result.json`` and nothing else.
 
@@ -82,7 +82,7 @@ def main() -> None:
         tmp = Path(d)
         os.environ["VLLMDIAG_CACHE"] = str(tmp / "cache")
         os.environ["VLLMDIAG_LOCK"] = str(tmp / "node.lock")
-        from vllmdiag.study import StudyOptions, load_study, regenerate, run_study
+        from vllmdiag.jobs.study import StudyOptions, load_study, regenerate, run_study
 
         study = load_study(recipe(tmp, args.models))
         out = tmp / "study"

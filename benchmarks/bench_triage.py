@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vllmdiag import proc
+from vllmdiag.services import proc
 
 C, R = "\x1b[1;36m", "\x1b[0;0m"
 SP = "/opt/venvs/vllm-0.18.0/lib/python3.12/site-packages"
@@ -166,7 +166,7 @@ def peak_mib():
 VLLMDIAG = (
     PRELUDE
     + """
-from vllmdiag.triage import triage_file
+from vllmdiag.readers.triage import triage_file
 t0 = time.perf_counter()
 t = triage_file(Path(sys.argv[1]))
 dt = time.perf_counter() - t0

@@ -22,14 +22,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from vllmdiag import proc  # noqa: E402
+from vllmdiag.services import proc  # noqa: E402
 
 LOG = REPO / "tests" / "fixtures" / "logs" / "b200_018_whisper_thrmma.log"
 
 CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {repo!r})
-from vllmdiag.triage import lines, triage_file
+from vllmdiag.readers.triage import lines, triage_file
 if {naive}:
     lines._CACHED_LINE = -1  # every line peeled afresh
 start = time.monotonic()

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vllmdiag import proc
-from vllmdiag.envs.uvtool import uv_bin, uv_environ
-from vllmdiag.pkgindex import candidates, project
+from vllmdiag.services import proc
+from vllmdiag.services.envs.uvtool import uv_bin, uv_environ
+from vllmdiag.services.pkgindex import candidates, project
 
 CLI = [sys.executable, "-c", "from vllmdiag.cli.app import main; main()"]
 

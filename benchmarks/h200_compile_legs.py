@@ -81,7 +81,7 @@ def vllmdiag_step(state: Any, i: int) -> int:
 def main() -> None:
     repo = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(repo))
-    from vllmdiag.profile.executor import Workload, capture
+    from vllmdiag.jobs.profile.capture_executor import Workload, capture
 
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)

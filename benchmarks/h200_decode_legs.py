@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from vllmdiag import proc  # noqa: E402
 from vllmdiag.probes import script  # noqa: E402
+from vllmdiag.services import proc  # noqa: E402
 
 MODEL = ["--layers", "4", "--hidden", "1024", "--heads", "16", "--batch", "8",
          "--max-len", "512", "--vocab", "32000"]  # fmt: skip

@@ -3,7 +3,7 @@
     python benchmarks/h200_profile_e2e.py WORKDIR OUTDIR
 
 Captures ``examples/decode_loop.py`` eager and graph-replayed with the library
-(:func:`vllmdiag.profile.executor.capture`: torch launcher, nsys where one can write a
+(:func:`vllmdiag.jobs.profile.capture_executor.capture`: torch launcher, nsys where one can write a
 report, py-spy for the CPU side), diffs the two torch captures and writes the summary,
 the picture, the JSON and the py-spy outputs to OUTDIR. Needs only pydantic and packaging
 beside torch (no typer/rich/uv), so it runs where vllmdiag itself is not installed.
@@ -20,9 +20,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from vllmdiag import codec  # noqa: E402
-from vllmdiag.profile import diff, leg, pyspy, render  # noqa: E402
-from vllmdiag.profile.executor import Workload, capture  # noqa: E402
-from vllmdiag.profile.report import gpu_report  # noqa: E402
+from vllmdiag.jobs.profile.capture_executor import Workload, capture  # noqa: E402
+from vllmdiag.jobs.profile.diff import render  # noqa: E402
+from vllmdiag.jobs.profile.diff import time_diff as diff  # noqa: E402
+from vllmdiag.jobs.profile.diff.report import gpu_report  # noqa: E402
+from vllmdiag.readers.traces import leg, pyspy  # noqa: E402
 
 MODEL = ("--layers", "4", "--hidden", "1024", "--heads", "16", "--batch", "8",
          "--max-len", "512", "--vocab", "32000")  # fmt: skip

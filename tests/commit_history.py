@@ -26,7 +26,7 @@ from pathlib import Path
 
 import uv
 
-from vllmdiag.bisect.search import StepVerdict, next_candidate
+from vllmdiag.jobs.bisect.search import StepVerdict, next_candidate
 
 BREAKS = 17
 SLOWS = 22

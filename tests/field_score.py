@@ -209,7 +209,7 @@ def score(corpus: Path, triage_of: Callable[[Path], Mapping[str, Any]]) -> Score
 
 def cli_triage(log: Path) -> Mapping[str, Any]:
     """``vllmdiag triage --json LOG``, run as a user runs it."""
-    from vllmdiag import proc
+    from vllmdiag.services import proc
 
     exe = Path(sys.executable).parent / "vllmdiag"
     r = proc.run([str(exe), "triage", "--json", str(log)], timeout=120, capture=True)
@@ -222,7 +222,7 @@ def cli_triage(log: Path) -> Mapping[str, Any]:
 def library_triage(log: Path) -> Mapping[str, Any]:
     """The same JSON, from the library in this process (what the tests use)."""
     from vllmdiag import codec
-    from vllmdiag.triage import Catalogue, triage_file
+    from vllmdiag.readers.triage import Catalogue, triage_file
 
     result: Mapping[str, Any] = codec.dump(triage_file(log, Catalogue.load(use_env=False)))
     return result

@@ -1,5 +1,5 @@
 """Watching a run from outside, as the tests that stop, kill and spread runs do: its
-processes (read from /proc, independently of :mod:`vllmdiag.proc`), its journal as it
+processes (read from /proc, independently of :mod:`vllmdiag.services.proc`), its journal as it
 grows, and the stamps that cells of a stamp recipe leave behind."""
 
 from __future__ import annotations

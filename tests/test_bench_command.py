@@ -14,15 +14,16 @@ import textwrap
 from pathlib import Path
 
 from vllmdiag import MatrixOptions, run_matrix
-from vllmdiag.config import load_recipe
-from vllmdiag.fingerprint import parse_lines
+from vllmdiag.jobs.matrix import plan_matrix as plan
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import WorkloadConfig
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape, shape_problem
 from vllmdiag.plan import bench_command as bench
-from vllmdiag.plan import plan
 from vllmdiag.plan import workloads as wlmod
 from vllmdiag.plan.bench_check import recipe_warnings
+from vllmdiag.readers import workload_output as output
+from vllmdiag.readers.fingerprint import parse_lines
+from vllmdiag.services.config import load_recipe
 
 REPO = Path(__file__).resolve().parents[1]
 H200 = REPO / "tests/fixtures/vllm026/shape/cells"
@@ -253,14 +254,14 @@ def test_a_serve_run_is_read_from_its_result_block(tmp_path: Path) -> None:
     argv = shlex.split("vllm bench serve --model m --random-input-len 256 --output-len 64 "
                        "--num-prompts 200")  # fmt: skip
     wl = WorkloadConfig(command=tuple(argv))
-    got = wlmod.serve_shape(log)
+    got = output.serve_shape(log)
     assert got == WorkloadShape(200, 200 * 256, 200 * 128)
     asked = wlmod.asked_shape(wl, argv)
     assert asked == ShapeAsked(200, 256, 64)
     assert "25,600 output tokens (128 per prompt) where 64 per prompt" in (
         shape_problem(asked, got) or ""
     )
-    assert wlmod.timed_region(wl, argv, tmp_path, log) == 3.21
+    assert output.timed_region(wl, argv, tmp_path, log) == 3.21
     assert wlmod.bench_json(wl, argv, tmp_path) is None  # serve writes no throughput JSON
 
 
@@ -268,8 +269,8 @@ def test_a_study_warns_at_load_and_in_its_dry_run(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from vllmdiag.cli.app import app
-    from vllmdiag.study import load_study
-    from vllmdiag.study.dry_run import bench_warnings
+    from vllmdiag.jobs.study import load_study
+    from vllmdiag.jobs.study.study_plan import bench_warnings
 
     path = tmp_path / "study.yaml"
     path.write_text(textwrap.dedent(f"""\

@@ -13,7 +13,7 @@ from test_window_cli import assert_user_error
 from typer.testing import CliRunner, Result
 
 from vllmdiag.cli.app import app
-from vllmdiag.pkgindex import clear_caches
+from vllmdiag.services.pkgindex import clear_caches
 
 ENDS = ["--good", "21.0", "--bad", "23.0"]
 CHECK = ["--", "python", "-c", "import packaging.version as v; v.LegacyVersion"]

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.bisect.commit_info import pr_number
-from vllmdiag.bisect.endpoints import endpoint_gap
-from vllmdiag.bisect.search import StepVerdict, metric_verdict
-from vllmdiag.bisect.wheel_template import (
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.jobs.bisect.commit_info import pr_number
+from vllmdiag.jobs.bisect.endpoints import endpoint_gap
+from vllmdiag.jobs.bisect.search import StepVerdict, metric_verdict
+from vllmdiag.jobs.bisect.wheel_template import (
     DEFAULT_TEMPLATES,
     check_template,
     fallback,
@@ -20,8 +21,7 @@ from vllmdiag.bisect.wheel_template import (
     variant_for_driver,
     variant_in,
 )
-from vllmdiag.errors import VllmdiagError
-from vllmdiag.pkgindex.html_index import page_url
+from vllmdiag.services.pkgindex.html_index import page_url
 
 DOCS = Path(__file__).parent / "fixtures" / "vllm-wheels"
 

@@ -20,8 +20,8 @@ from commit_history import BREAKS, FORK_GOOD, LAST, SLOWS, History, build_histor
 from conftest import UV_CACHE
 from typer.testing import CliRunner
 
-from vllmdiag.bisect.commit_plan import as_of
 from vllmdiag.cli.app import app
+from vllmdiag.jobs.bisect.commit_plan import as_of
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]  # uv build takes flit_core from the index
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from vllmdiag import codec
-from vllmdiag.bisect import (
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.events import Note, fan_out
+from vllmdiag.jobs.bisect import (
     BisectResult,
     CandidatesListed,
     Step,
@@ -19,10 +21,8 @@ from vllmdiag.bisect import (
     StepStarted,
     StepVerdict,
 )
-from vllmdiag.bisect.journal import BisectJournal
-from vllmdiag.bisect.request import BisectQuestion, CommitQuestion
-from vllmdiag.errors import VllmdiagError
-from vllmdiag.events import Note, fan_out
+from vllmdiag.jobs.bisect.journal import BisectJournal
+from vllmdiag.jobs.bisect.request import BisectQuestion, CommitQuestion
 
 G, B, S = StepVerdict.GOOD, StepVerdict.BAD, StepVerdict.SKIP
 

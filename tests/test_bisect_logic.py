@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from vllmdiag.bisect import (
+from vllmdiag.jobs.bisect import (
     EndpointError,
     StepVerdict,
     bisect_positions,
@@ -18,7 +18,7 @@ from vllmdiag.bisect import (
     read_metric,
     verdict_for_rc,
 )
-from vllmdiag.bisect.search import next_candidate
+from vllmdiag.jobs.bisect.search import next_candidate
 
 G, B, S = StepVerdict.GOOD, StepVerdict.BAD, StepVerdict.SKIP
 

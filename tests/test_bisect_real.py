@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from vllmdiag.bisect import BisectRequest, EndpointError, StepVerdict, bisect_releases
 from vllmdiag.cli.app import app
+from vllmdiag.jobs.bisect import BisectRequest, EndpointError, StepVerdict, bisect_releases
 
 pytestmark = pytest.mark.network
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
 from vllmdiag.cli.tables import print_table
-from vllmdiag.config import load_arm_library
+from vllmdiag.services.config import load_arm_library
 
 
 def test_arms_list_through_a_pipe_cuts_nothing() -> None:

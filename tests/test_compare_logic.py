@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.compare import (
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.jobs.compare import (
     ResultPoint,
     Settings,
     compare,
@@ -16,8 +17,7 @@ from vllmdiag.compare import (
     parse_pair,
     table_from_results,
 )
-from vllmdiag.compare.model import Direction, ResultTable
-from vllmdiag.errors import VllmdiagError
+from vllmdiag.jobs.compare.tables import Direction, ResultTable
 
 TABLES = Path(__file__).parent / "fixtures" / "tables"
 

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from vllmdiag import codec
 from vllmdiag.cli.app import app
-from vllmdiag.compare import compare, load_table, report
-from vllmdiag.compare.cells import parse_number
-from vllmdiag.compare.grids import RawTable, delimited_tables
+from vllmdiag.jobs.compare import compare, load_table, report
+from vllmdiag.jobs.compare.cells import parse_number
+from vllmdiag.jobs.compare.grids import RawTable, delimited_tables
 
 TABLES = Path(__file__).parent / "fixtures" / "tables"
 B200 = TABLES / "b200.md"

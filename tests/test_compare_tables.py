@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.compare import load_table
-from vllmdiag.compare.cells import clean, parse_number
-from vllmdiag.compare.columns import direction_of, leg_aliases
-from vllmdiag.compare.grids import delimited_tables, markdown_tables
-from vllmdiag.compare.model import MISSING, Number
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.jobs.compare import load_table
+from vllmdiag.jobs.compare.cells import clean, parse_number
+from vllmdiag.jobs.compare.columns import direction_of
+from vllmdiag.jobs.compare.grids import delimited_tables, markdown_tables
+from vllmdiag.jobs.compare.tables import MISSING, Number
+from vllmdiag.model.leg_names import leg_aliases
 
 TABLES = Path(__file__).parent / "fixtures" / "tables"
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag import MatrixOptions, probes, proc, run_matrix
-from vllmdiag.config import load_recipe
-from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
+from vllmdiag import MatrixOptions, probes, run_matrix
 from vllmdiag.model.outcome import Outcome
+from vllmdiag.services import proc
+from vllmdiag.services.config import load_recipe
+from vllmdiag.services.envs import EnvCache, EnvEvent, LegSpec
 
 pytestmark = pytest.mark.network
 
@@ -106,7 +107,7 @@ def test_a_damaged_file_in_uvs_cache_is_fetched_again(
     then edited in place damages the cache itself: a build copies the damage, finds it,
     and builds again with the package fetched afresh."""
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))  # damaged on purpose
-    from vllmdiag.envs.uvtool import uv
+    from vllmdiag.services.envs.uvtool import uv
 
     uv("venv", "--quiet", tmp_path / "scratch")
     uv("pip", "install", "--quiet", "--python", tmp_path / "scratch", "packaging==21.3")

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
-from vllmdiag.envs.cache import MARKER
 from vllmdiag.errors import EnvError
+from vllmdiag.services.envs import EnvCache, EnvEvent, LegSpec
+from vllmdiag.services.envs.cache import MARKER
 
 pytestmark = pytest.mark.network
 

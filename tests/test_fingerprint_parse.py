@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.fingerprint import fingerprint_diff, fingerprint_file, parse_lines
+from vllmdiag.readers.fingerprint import fingerprint_diff, fingerprint_file, parse_lines
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 P = "(EngineCore_DP0 pid=1) INFO 09-21 05:10:09 [x.py:1] "

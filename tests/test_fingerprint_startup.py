@@ -9,8 +9,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.fingerprint import fingerprint_file
-from vllmdiag.fingerprint.startup import diff, dominant, timeline
+from vllmdiag.readers.fingerprint import fingerprint_file
+from vllmdiag.readers.fingerprint.startup import diff, dominant, timeline
 
 E = "(EngineCore pid=4242) "
 

@@ -21,11 +21,11 @@ from typer.testing import CliRunner
 
 from vllmdiag import MatrixOptions, codec, run_matrix
 from vllmdiag.cli.app import app
-from vllmdiag.config import load_recipe
-from vllmdiag.fingerprint.parse import fingerprint_file
-from vllmdiag.fingerprint.startup import timeline
 from vllmdiag.model.outcome import CellResult, Outcome
-from vllmdiag.runner import hangdump
+from vllmdiag.readers.fingerprint.parse import fingerprint_file
+from vllmdiag.readers.fingerprint.startup import timeline
+from vllmdiag.services.config import load_recipe
+from vllmdiag.spine.runner import hangdump
 
 REPO = Path(__file__).resolve().parent.parent
 PY_SPY = hangdump.find_py_spy()
@@ -214,8 +214,8 @@ def test_what_py_spy_cannot_read_is_a_note_and_the_rest_is_dumped(tmp_path: Path
 def test_the_node_runner_dumps_on_its_node_and_serves_the_dumps(tmp_path: Path) -> None:
     """A Ray node's runner (its plain-Python side, run here as Ray would run it) dumps a
     cell that times out on its node, and lists and serves the dumps for the head."""
-    from vllmdiag.cluster.node_runner import NodeRunner
-    from vllmdiag.runner.executor import CellTask
+    from vllmdiag.adapters.cluster.node_runner import NodeRunner
+    from vllmdiag.spine.runner.executor import CellTask
 
     script = tmp_path / "hang.py"
     script.write_text(textwrap.dedent(WORKLOAD))
@@ -278,7 +278,7 @@ def test_a_real_start_up_killed_after_torch_compile_ends_at_the_kill() -> None:
 
 
 def test_the_tree_is_ended_even_when_the_timeout_hook_fails(tmp_path: Path) -> None:
-    from vllmdiag import proc
+    from vllmdiag.services import proc
 
     seen: list[set[int]] = []
 
@@ -360,7 +360,7 @@ def test_fingerprint_shows_the_wait_until_the_kill(tmp_path: Path) -> None:
 
 
 def test_a_fresh_attempt_keeps_the_previous_attempts_dumps_apart(tmp_path: Path) -> None:
-    from vllmdiag.journal import RunDir
+    from vllmdiag.spine.journal import RunDir
 
     run = RunDir.create("t", out=tmp_path / "run", runs_root=tmp_path)
     run.prepare_cell("c1")

@@ -19,8 +19,8 @@ import typer
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.locks import file_lock
-from vllmdiag.paths import node_lock_path
+from vllmdiag.services.locks import file_lock
+from vllmdiag.services.paths import node_lock_path
 
 RUNNER = CliRunner()
 MAIN = [sys.executable, "-c", "from vllmdiag.cli.app import main; main()"]
@@ -188,7 +188,11 @@ def test_the_node_lock_is_one_per_machine_whatever_the_tmpdir(
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         done = subprocess.run(
-            [sys.executable, "-c", "from vllmdiag.paths import node_lock_path as p; print(p())"],
+            [
+                sys.executable,
+                "-c",
+                "from vllmdiag.services.paths import node_lock_path as p; print(p())",
+            ],
             env={**os.environ, "TMPDIR": str(tmp_path / name)},
             capture_output=True,
             text=True,

@@ -14,12 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.config import load_arm_library, load_recipe
-from vllmdiag.config.source import MAX_BYTES
 from vllmdiag.errors import ConfigError, VllmdiagError
 from vllmdiag.model.arms import Flag
 from vllmdiag.plan import cells as planmod
 from vllmdiag.plan import find_cell
+from vllmdiag.services.config import load_arm_library, load_recipe
+from vllmdiag.services.config.source import MAX_BYTES
 
 HEAD = f"""\
 name: t

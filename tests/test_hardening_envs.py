@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from vllmdiag import MatrixOptions, run_matrix
-from vllmdiag.config import load_recipe
-from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
-from vllmdiag.envs.cache import MARKER
 from vllmdiag.errors import EnvError
 from vllmdiag.model.outcome import Outcome
+from vllmdiag.services.config import load_recipe
+from vllmdiag.services.envs import EnvCache, EnvEvent, LegSpec
+from vllmdiag.services.envs.cache import MARKER
 
 pytestmark = pytest.mark.network
 
@@ -110,3 +110,21 @@ def test_a_damaged_pin_leg_does_not_turn_a_sufficient_pin_into_ruled_out(
     assert [r.outcome for r in second.cells] == [Outcome.FAIL, Outcome.PASS]
     damaged = [n for n in notes if isinstance(n, EnvEvent) and n.kind == "damaged"]
     assert len(damaged) == 1 and damaged[0].leg == "base+packaging==22.0"
+
+
+def test_an_existing_env_whose_file_differs_from_record_is_used_not_refused(
+    tmp_path: Path,
+) -> None:
+    """A machine image may patch a file of an installed package (certifi's CA bundle, on
+    the H200 image that stages vLLM): an environment vllmdiag did not build is the user's,
+    so an altered file is no reason to refuse it, where a missing one is."""
+    built = EnvCache(tmp_path / "c").ensure(LegSpec("b", ("packaging==21.3",)))
+    version_py = site_packages(built.path) / "packaging" / "version.py"
+    version_py.write_text(version_py.read_text() + "\n# patched by the image\n")
+    existing = LegSpec("prebuilt", ("packaging==21.3",), existing=built.path)
+    env = EnvCache(tmp_path / "d").ensure(existing)
+    assert env.reused and env.installed()["packaging"] == "21.3"
+    # built by vllmdiag, the same change is damage and the env is rebuilt
+    seen: list[EnvEvent] = []
+    EnvCache(tmp_path / "c").ensure(LegSpec("b", ("packaging==21.3",)), observer=seen.append)
+    assert seen[0].kind == "damaged" and "packaging/version.py" in seen[0].detail

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
 from vllmdiag.model.recipe import MetricSpec
-from vllmdiag.plan.workloads import extract
+from vllmdiag.readers.workload_output import extract
 
 
 def recipe(tmp_path: Path, script: str, metrics: str) -> Path:

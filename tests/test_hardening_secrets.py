@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from vllmdiag import redact
 from vllmdiag.cli.app import app
+from vllmdiag.services import redact
 
 WANDB = "wandb-0123456789abcdef"
 OPENAI = "sk-live-abcdef0123456789"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vllmdiag.hygiene import checks
+from vllmdiag.readers.hygiene import checks
 
 
 def test_gpu_processes() -> None:
@@ -41,7 +41,7 @@ def test_require_clean_stops_unless_overridden() -> None:
     import pytest
 
     from vllmdiag.errors import EnvError
-    from vllmdiag.hygiene import DoctorReport, Finding, require_clean
+    from vllmdiag.readers.hygiene import DoctorReport, Finding, require_clean
 
     dirty = DoctorReport("0.26", "/v", (Finding("contaminated", "plugin", "vllm-omni plugin"),))
     with pytest.raises(EnvError) as err:

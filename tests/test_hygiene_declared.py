@@ -16,13 +16,13 @@ from typer.testing import CliRunner
 
 from vllmdiag import MatrixOptions, run_matrix
 from vllmdiag.cli.app import app
-from vllmdiag.config import load_recipe
-from vllmdiag.envs import EnvCache, LegSpec
-from vllmdiag.envs.uvtool import uv
-from vllmdiag.hygiene import WARNING, requires
-from vllmdiag.hygiene.declared import CODE, declared, violations
-from vllmdiag.hygiene.doctor import DECLARED_VAR
 from vllmdiag.model.outcome import Outcome
+from vllmdiag.readers.hygiene import WARNING, requires
+from vllmdiag.readers.hygiene.declared import CODE, declared, violations
+from vllmdiag.readers.hygiene.doctor import DECLARED_VAR
+from vllmdiag.services.config import load_recipe
+from vllmdiag.services.envs import EnvCache, LegSpec
+from vllmdiag.services.envs.uvtool import uv
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from vllmdiag import codec
 from vllmdiag.cli.app import app
-from vllmdiag.envs import Env, EnvCache, LegSpec
-from vllmdiag.envs.uvtool import uv
-from vllmdiag.hygiene import doctor, known_env_vars
+from vllmdiag.readers.hygiene import doctor, known_env_vars
+from vllmdiag.services.envs import Env, EnvCache, LegSpec
+from vllmdiag.services.envs.uvtool import uv
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 

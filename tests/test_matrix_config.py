@@ -8,9 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.config import load_arm_library, load_recipe
 from vllmdiag.errors import ConfigError
-from vllmdiag.study import load_study
+from vllmdiag.jobs.study import load_study
+from vllmdiag.services.config import load_arm_library, load_recipe
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from vllmdiag.envs.spec import LegSpec
 from vllmdiag.model.arms import Arm, ArmKind, Flag
 from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.inert import ArmEvidence, inert_reason
@@ -15,6 +14,7 @@ from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.verdict import ArmInfo, Effect, MetricInfo, decide
 from vllmdiag.plan import cells as plan
+from vllmdiag.services.envs.spec import LegSpec
 
 
 def test_flag_parse_forms() -> None:

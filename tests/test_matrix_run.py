@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from vllmdiag import MatrixOptions, run_matrix
 from vllmdiag.cli.app import app
-from vllmdiag.config import load_recipe
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.locks import file_lock
 from vllmdiag.model.outcome import Outcome
-from vllmdiag.paths import node_lock_path
+from vllmdiag.services.config import load_recipe
+from vllmdiag.services.locks import file_lock
+from vllmdiag.services.paths import node_lock_path
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -307,7 +307,7 @@ def test_cpu_reproduction_names_the_pin_as_the_one_sufficient_arm(tmp_path: Path
 
 @pytest.mark.network
 def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
-    from vllmdiag.bisect.recipe_cell import run_one_cell
+    from vllmdiag.jobs.bisect.recipe_cell import run_one_cell
 
     rec = load_recipe(REPO / "recipes/thrmma-cpu.yaml")
     good = run_one_cell(rec, "wrapper-import", tmp_path / "a", "nvidia-cutlass-dsl==4.5.3")
@@ -321,7 +321,7 @@ def test_single_cell_on_a_pinned_leg(tmp_path: Path) -> None:
 
 
 def test_a_reader_failure_is_recorded_not_fatal(tmp_path: Path) -> None:
-    from vllmdiag.runner.readers import RunReaders
+    from vllmdiag.spine.runner.readers import RunReaders
 
     not_a_log = tmp_path / "dir"
     not_a_log.mkdir()
@@ -332,7 +332,7 @@ def test_a_reader_failure_is_recorded_not_fatal(tmp_path: Path) -> None:
 
 
 def test_env_arm_after_a_flag_arm_on_the_same_leg_is_still_judged_inert(tmp_path: Path) -> None:
-    from vllmdiag.envs import EnvCache, LegSpec
+    from vllmdiag.services.envs import EnvCache, LegSpec
 
     env = EnvCache(tmp_path / "cache").ensure(LegSpec("with-envs"))
     site = next((env.path / "lib").glob("python3*/site-packages"))

@@ -17,8 +17,8 @@ import observe
 import pytest
 from typer.testing import CliRunner
 
-from vllmdiag import proc
 from vllmdiag.cli.app import app
+from vllmdiag.services import proc
 
 TREE = """
 import os, subprocess, sys, time

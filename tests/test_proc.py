@@ -10,7 +10,7 @@ from pathlib import Path
 
 import observe
 
-from vllmdiag import proc
+from vllmdiag.services import proc
 
 # A child that starts a grandchild ignoring SIGTERM (and one that left the process group
 # with setsid), records their pids, then sleeps forever.

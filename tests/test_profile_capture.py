@@ -16,12 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.profile import kineto, leg, pyspy
-from vllmdiag.profile.capture import Backend
-from vllmdiag.profile.events import CaptureFallback, CaptureFinished, CaptureStarted
-from vllmdiag.profile.executor import Workload, capture
-from vllmdiag.profile.leg import CaptureError
-from vllmdiag.profile.run import LegTarget, capture_legs
+from vllmdiag.jobs.profile.capture import Backend
+from vllmdiag.jobs.profile.capture_executor import Workload, capture
+from vllmdiag.jobs.profile.events import CaptureFallback, CaptureFinished, CaptureStarted
+from vllmdiag.jobs.profile.run import LegTarget, capture_legs
+from vllmdiag.readers.traces import kineto, leg, pyspy
+from vllmdiag.readers.traces.leg import CaptureError
 
 pytest.importorskip("torch")
 
@@ -54,7 +54,7 @@ def test_two_legs_torch_capture_and_nsys_fallback(tmp_path: Path) -> None:
     seen: list[object] = []
     with pytest.raises(CaptureError, match="zero GPU kernels"):  # a CPU run: no diff
         capture_legs(legs, w, [Backend.NSYS], out=tmp_path, observer=seen.append)
-    from vllmdiag.profile.results import load_run
+    from vllmdiag.jobs.profile.results import load_run
 
     run = load_run(tmp_path)
     assert run is not None
@@ -251,8 +251,8 @@ def _cpu_recipe(tmp_path: Path) -> Path:
 
 def test_a_profile_refuses_to_start_while_another_job_measures(tmp_path: Path) -> None:
     """Both ways of profiling take the node lock, before anything is built or written."""
-    from vllmdiag.locks import file_lock
-    from vllmdiag.paths import node_lock_path
+    from vllmdiag.services.locks import file_lock
+    from vllmdiag.services.paths import node_lock_path
 
     recipe = _cpu_recipe(tmp_path)
     runs = tmp_path / "runs"
@@ -272,8 +272,8 @@ def test_a_profile_with_wait_queues_behind_the_holder(tmp_path: Path) -> None:
     import threading
     import time
 
-    from vllmdiag.locks import file_lock
-    from vllmdiag.paths import node_lock_path
+    from vllmdiag.services.locks import file_lock
+    from vllmdiag.services.paths import node_lock_path
 
     recipe = _cpu_recipe(tmp_path)
     held, release = threading.Event(), threading.Event()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.profile import families
-from vllmdiag.profile.cxxnames import function_name, is_signature, template_args
+from vllmdiag.readers.traces import families
+from vllmdiag.readers.traces.cxxnames import function_name, is_signature, template_args
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
 

@@ -11,10 +11,11 @@ from typer.testing import CliRunner
 
 from vllmdiag import codec
 from vllmdiag.cli.app import app
-from vllmdiag.profile import diff, families, leg
-from vllmdiag.profile.leg import CaptureError
-from vllmdiag.profile.report import GpuDiff, gpu_report
-from vllmdiag.profile.timeline import Timeline
+from vllmdiag.jobs.profile.diff import time_diff as diff
+from vllmdiag.jobs.profile.diff.report import GpuDiff, gpu_report
+from vllmdiag.readers.traces import families, leg
+from vllmdiag.readers.traces.leg import CaptureError
+from vllmdiag.readers.traces.timeline import Timeline
 
 H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
 TIMING = json.loads((H200 / "timing.json").read_text())
@@ -126,8 +127,8 @@ def test_cli_diff_of_a_missing_path_is_a_user_error(tmp_path: Path) -> None:
 def test_cli_diff_of_a_profile_run_directory(tmp_path: Path) -> None:
     import shutil
 
-    from vllmdiag.profile.capture import Backend, CaptureResult
-    from vllmdiag.profile.results import ProfileRun, write_run
+    from vllmdiag.jobs.profile.capture import Backend, CaptureResult
+    from vllmdiag.jobs.profile.results import ProfileRun, write_run
 
     caps = []
     for name in ("eager", "graph"):

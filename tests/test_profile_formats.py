@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.profile import diff, leg, nsys, pyspy, render, vllm_flags
+from vllmdiag.jobs.profile import vllm_flags
+from vllmdiag.jobs.profile.diff import render
+from vllmdiag.jobs.profile.diff import time_diff as diff
+from vllmdiag.readers.traces import leg, nsys, pyspy
 
 H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
 
@@ -225,8 +228,8 @@ def test_fields_probe_output() -> None:
 
 
 def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
-    from vllmdiag.profile.capture import Backend, CaptureResult
-    from vllmdiag.profile.job import window_warnings
+    from vllmdiag.jobs.profile.capture import Backend, CaptureResult
+    from vllmdiag.jobs.profile.outcome import window_warnings
 
     _, _, new_why = vllm_flags.profiler_switch(NEW_HELP, tmp_path, FIELDS_026)
     _, _, old_why = vllm_flags.profiler_switch(OLD_HELP, tmp_path)
@@ -240,10 +243,10 @@ def test_legs_whose_profilers_differ_are_warned(tmp_path: Path) -> None:
 
 
 def test_decode_regression_recipe_is_a_ready_profile_run(tmp_path: Path) -> None:
-    from vllmdiag.config import load_recipe
+    from vllmdiag.jobs.profile.capture import _in_leg
+    from vllmdiag.jobs.profile.sides import plan_sides
     from vllmdiag.plan import workloads
-    from vllmdiag.profile.capture import _in_leg
-    from vllmdiag.profile.sides import plan_sides
+    from vllmdiag.services.config import load_recipe
 
     path = Path(__file__).resolve().parent.parent / "recipes" / "decode_regression_235b.yaml"
     recipe = load_recipe(path)

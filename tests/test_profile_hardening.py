@@ -16,8 +16,8 @@ import typer.main
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.profile import jsonstream, kineto, leg, nsys
-from vllmdiag.profile.jsonstream import TraceFormatError
+from vllmdiag.readers.traces import jsonstream, kineto, leg, nsys
+from vllmdiag.readers.traces.jsonstream import TraceFormatError
 
 H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
 SDPA = H200 / "sdpa" / "trace.json.gz"
@@ -242,7 +242,7 @@ def test_a_damaged_gzip_raises_what_the_reader_catches() -> None:
 def test_a_run_directory_of_the_same_second_gets_the_next_suffix(tmp_path: Path) -> None:
     from datetime import datetime, timedelta, timezone
 
-    from vllmdiag.profile.job import fresh_dir
+    from vllmdiag.jobs.profile.diff_command import fresh_dir
 
     now = datetime.now(timezone.utc)
     for t in (now, now + timedelta(seconds=1)):  # whichever second fresh_dir sees

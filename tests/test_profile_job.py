@@ -9,16 +9,21 @@ from pathlib import Path
 import pytest
 
 from vllmdiag import codec
-from vllmdiag.config import load_recipe
 from vllmdiag.errors import ConfigError, VllmdiagError
+from vllmdiag.jobs.profile import diff_command as job
+from vllmdiag.jobs.profile.capture import GPU_BACKENDS, Backend, CaptureResult
+from vllmdiag.jobs.profile.diff.report import CpuDiff, GpuDiff
+from vllmdiag.jobs.profile.events import (
+    CaptureFallback,
+    CaptureFinished,
+    CaptureStarted,
+    ProfileStarted,
+)
+from vllmdiag.jobs.profile.results import ProfileOutcome, ProfileRun, load_run, write_run
+from vllmdiag.jobs.profile.sides import plan_sides
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.plan import expand
-from vllmdiag.profile import job
-from vllmdiag.profile.capture import GPU_BACKENDS, Backend, CaptureResult
-from vllmdiag.profile.events import CaptureFallback, CaptureFinished, CaptureStarted, ProfileStarted
-from vllmdiag.profile.report import CpuDiff, GpuDiff
-from vllmdiag.profile.results import ProfileOutcome, ProfileRun, load_run, write_run
-from vllmdiag.profile.sides import plan_sides
+from vllmdiag.services.config import load_recipe
 
 H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
 REAL = Path(__file__).parent / "fixtures" / "vllm026" / "profile"

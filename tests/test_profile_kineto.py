@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.profile import kineto
-from vllmdiag.profile.kineto import TraceFormatError
+from vllmdiag.readers.traces import kineto
+from vllmdiag.readers.traces.kineto import TraceFormatError
 
 H200 = Path(__file__).parent / "fixtures" / "traces" / "h200"
 LEGS = ("eager", "graph", "sdpa")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllmdiag.profile import families, phases
+from vllmdiag.readers.traces import families, phases
 
 # Real kernel names: torch 2.11 on H200 (tests/fixtures/traces/h200), vLLM/NCCL/FlashInfer
 # kernels as their traces print them.

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from vllmdiag import codec
-from vllmdiag.profile import diff, kineto, leg, nsys, ops
-from vllmdiag.profile.report import gpu_report
-from vllmdiag.profile.timeline import Timeline
+from vllmdiag.jobs.profile.diff import time_diff as diff
+from vllmdiag.jobs.profile.diff.report import gpu_report
+from vllmdiag.readers.traces import kineto, leg, nsys, ops
+from vllmdiag.readers.traces.timeline import Timeline
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
 H200, COMPILE = TRACES / "h200", TRACES / "h200-compile"

@@ -13,9 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.profile import leg, phases, steptimes
-from vllmdiag.profile.diff import diff
-from vllmdiag.profile.steptimes import ALL, PERIOD, STEP, Call, Spread
+from vllmdiag.jobs.profile.diff import steptimes
+from vllmdiag.jobs.profile.diff.steptimes import ALL, PERIOD, STEP, Call, Spread
+from vllmdiag.jobs.profile.diff.time_diff import diff
+from vllmdiag.readers.traces import leg, phases
 
 FIX = Path(__file__).parent / "fixtures"
 E2E = FIX / "vllm026" / "profile-e2e"

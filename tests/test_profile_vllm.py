@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.profile.results import load_run
+from vllmdiag.jobs.profile.results import load_run
 
 TRACES = Path(__file__).parent / "fixtures" / "traces" / "h200-compile"
 FIELDS_026 = ["profiler", "torch_profiler_dir", "torch_profiler_with_stack",

@@ -22,9 +22,9 @@ import observe
 import pytest
 
 from vllmdiag import MatrixOptions, run_matrix
-from vllmdiag.cluster import RayExecutor
-from vllmdiag.config import load_recipe
+from vllmdiag.adapters.cluster import RayExecutor
 from vllmdiag.model.verdict import Effect
+from vllmdiag.services.config import load_recipe
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from vllmdiag import redact
 from vllmdiag.cli.app import app
+from vllmdiag.services import redact
 
 
 def test_short_and_dotted_host_names_and_windows_homes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,10 +11,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from vllmdiag import codec, proc
-from vllmdiag.model.stack import cuda_build
-from vllmdiag.probes import script
-from vllmdiag.report import (
+from vllmdiag import codec
+from vllmdiag.jobs.report import (
     Report,
     ReportRequest,
     SectionId,
@@ -22,9 +20,12 @@ from vllmdiag.report import (
     Template,
     draft_report,
 )
-from vllmdiag.report.release_pins import from_resolve
-from vllmdiag.runner.readers import RunReaders
-from vllmdiag.window.consumers import Resolve
+from vllmdiag.jobs.report.release_pins import from_resolve
+from vllmdiag.jobs.window.consumers import Resolve
+from vllmdiag.model.stack import cuda_build
+from vllmdiag.probes import script
+from vllmdiag.services import proc
+from vllmdiag.spine.runner.readers import RunReaders
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KV = FIXTURES / "vllm026" / "kv-starved"

@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from vllmdiag import codec
-from vllmdiag.report import Report, ReportRequest, SectionId, TargetKind, Template, draft_report
+from vllmdiag.jobs.report import (
+    Report,
+    ReportRequest,
+    SectionId,
+    TargetKind,
+    Template,
+    draft_report,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CPU = FIXTURES / "report" / "thrmma-cpu"

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.triage import triage_file
+from vllmdiag.readers.triage import triage_file
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag import redact
+from vllmdiag.jobs.report import duplicates, freeze, md, target
+from vllmdiag.jobs.report.case import Case
+from vllmdiag.jobs.report.draft import TargetKind, Template
+from vllmdiag.jobs.report.inputs import RunEvidence
+from vllmdiag.jobs.report.redaction import Redactor, footer
 from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
 from vllmdiag.model.stack import EnvRecord
-from vllmdiag.report import duplicates, freeze, md, target
-from vllmdiag.report.case import Case
-from vllmdiag.report.inputs import RunEvidence
-from vllmdiag.report.model import TargetKind, Template
-from vllmdiag.report.redaction import Redactor, footer
+from vllmdiag.services import redact
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def test_the_target_follows_the_origin(
 def test_the_traceback_excerpt_trims_a_long_one_and_holds_a_huge_line_short(
     tmp_path: Path,
 ) -> None:
-    from vllmdiag.report import rootcause
+    from vllmdiag.jobs.report import rootcause
 
     log = tmp_path / "log.txt"
     frames = [f'(EngineCore pid=7)   File "/x/m{i}.py", line {i}, in f{i}' for i in range(100)]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from vllmdiag import redact
 from vllmdiag.cli.app import app
+from vllmdiag.services import redact
 
 API_KEY = "sk-echo-0123456789abcdef"
 HF = "hfecho0123456789xyz"

@@ -14,12 +14,12 @@ from typer.testing import CliRunner
 
 from vllmdiag import codec
 from vllmdiag.cli.app import app
-from vllmdiag.config import load_recipe
 from vllmdiag.errors import ConfigError
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.plan import expand
-from vllmdiag.runner.events import CellSpawned, CellStarted
-from vllmdiag.runner.slots import (
+from vllmdiag.services.config import load_recipe
+from vllmdiag.spine.runner.events import CellSpawned, CellStarted
+from vllmdiag.spine.runner.slots import (
     GpuNeed,
     NodeSlots,
     SlotScheduler,

@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 
 from vllmdiag import codec
 from vllmdiag.cli.app import app
-from vllmdiag.config import load_recipe
-from vllmdiag.journal import load_result, record_name
-from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
+from vllmdiag.jobs.matrix import MatrixOptions, MatrixReport, run_matrix
+from vllmdiag.jobs.matrix import plan_matrix as plan
 from vllmdiag.model.outcome import CellResult
-from vllmdiag.plan import plan
-from vllmdiag.runner.events import CellFinished, CellTick
+from vllmdiag.services.config import load_recipe
+from vllmdiag.spine.journal import load_result, record_name
+from vllmdiag.spine.runner.events import CellFinished, CellTick
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

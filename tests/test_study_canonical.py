@@ -8,13 +8,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from vllmdiag import codec
+from vllmdiag.jobs.study.canonical import RULE, Selection, select
+from vllmdiag.jobs.study.gitstate import SourceState
+from vllmdiag.jobs.study.load import load_study
+from vllmdiag.jobs.study.measured import (
+    CellSettings,
+    Choice,
+    Expected,
+    Measured,
+    Standing,
+    differences,
+)
+from vllmdiag.jobs.study.plan import Filters, Slot
+from vllmdiag.jobs.study.studydir import Attempt, BatchCell, BatchInfo, StudyFile
 from vllmdiag.model.outcome import Outcome
-from vllmdiag.study.canonical import RULE, Selection, select
-from vllmdiag.study.gitstate import SourceState
-from vllmdiag.study.load import load_study
-from vllmdiag.study.model import CellSettings, Choice, Expected, Measured, Standing, differences
-from vllmdiag.study.plan import Filters, Slot
-from vllmdiag.study.studydir import Attempt, BatchCell, BatchInfo, StudyFile
 
 REPO = Path(__file__).resolve().parent.parent
 SLOT = Slot("0.26", "Llama-3.1-8B-Instruct", "mixed")

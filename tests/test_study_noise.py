@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.compare import load_table
+from vllmdiag.jobs.compare import load_table
 
 #: What each leg measures, batch after batch: the H200 study's figures.
 MEASURED = {"0.25": [80888.0, 81174.0], "0.26": [62313.0, 89145.0]}

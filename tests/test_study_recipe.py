@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.errors import ConfigError
-from vllmdiag.study import Filters, StudyPlan, load_study, study_plan
-from vllmdiag.study import plan as splan
+from vllmdiag.jobs.study import Filters, StudyPlan, load_study, study_plan
+from vllmdiag.jobs.study import plan as splan
 
 REPO = Path(__file__).resolve().parent.parent
 ABLATION = REPO / "recipes" / "vllm-ablation-study.yaml"

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from vllmdiag import codec
 from vllmdiag.cli.app import app
-from vllmdiag.study import Generated, StudyReport
+from vllmdiag.jobs.study import Generated, StudyReport
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "tests" / "fixtures" / "study" / "bench.py"
@@ -315,9 +315,9 @@ def test_a_real_vllm_026_run_on_an_h200_reads_into_a_study(tmp_path: Path) -> No
     """The device suite's run directory (schema 1, vLLM 0.26.0 on an H200) as a batch:
     its results, leg record and hygiene read back; it was run without the study's
     --tensor-parallel-size, so it does not count, and CANONICAL.md says exactly why."""
-    from vllmdiag.study.plan import Filters
-    from vllmdiag.study.recipe import StudyRecipe
-    from vllmdiag.study.studydir import BatchCell, BatchInfo, StudyFile, write
+    from vllmdiag.jobs.study.plan import Filters
+    from vllmdiag.jobs.study.recipe import StudyRecipe
+    from vllmdiag.jobs.study.studydir import BatchCell, BatchInfo, StudyFile, write
 
     out = tmp_path / "study"
     shutil.copytree(REPO / "tests/fixtures/vllm026/shape", out / "batches" / "h200")

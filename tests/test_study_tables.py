@@ -8,15 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from vllmdiag import codec
-from vllmdiag.compare import load_table
+from vllmdiag.jobs.compare import load_table
+from vllmdiag.jobs.study import render
+from vllmdiag.jobs.study.canonical import select
+from vllmdiag.jobs.study.measured import CellSettings, Measured
+from vllmdiag.jobs.study.plan import Slot
+from vllmdiag.jobs.study.recipe import StudyRecipe
+from vllmdiag.jobs.study.settings import expected
+from vllmdiag.jobs.study.tables import StudyTables, auto_decimals, build, short_names
 from vllmdiag.model.outcome import Outcome
-from vllmdiag.study import render
-from vllmdiag.study.canonical import select
-from vllmdiag.study.model import CellSettings, Measured
-from vllmdiag.study.plan import Slot
-from vllmdiag.study.recipe import StudyRecipe
-from vllmdiag.study.settings import expected
-from vllmdiag.study.tables import StudyTables, auto_decimals, build, short_names
 
 STUDY = StudyRecipe.model_validate(
     {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.triage import Catalogue, RootCause, triage_file
+from vllmdiag.readers.triage import Catalogue, RootCause, triage_file
 
 ROOT = Path(__file__).parent.parent
 SITE = "/usr/local/lib/python3.12/site-packages"
@@ -289,7 +289,7 @@ def test_the_convention_is_written_down_and_names_every_kind_and_rule() -> None:
         "caller",
     }
     for rule in ("request", "drift", "placement", "kernel"):
-        assert rule in (ROOT / "vllmdiag" / "triage" / "catalogue.yaml").read_text()
+        assert rule in (ROOT / "vllmdiag" / "readers" / "triage" / "catalogue.yaml").read_text()
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.model.outcome import CauseSummary
-from vllmdiag.runner.readers import RunReaders
-from vllmdiag.triage import Catalogue, RootCause, triage_file
+from vllmdiag.readers.triage import Catalogue, RootCause, triage_file
+from vllmdiag.spine.runner.readers import RunReaders
 
 HERE = Path(__file__).parent / "fixtures" / "logs"
 BLAME = YAML(typ="safe").load((HERE / "blame" / "truth.yaml").read_text())["logs"]

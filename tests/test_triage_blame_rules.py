@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from vllmdiag import proc
-from vllmdiag.triage import Catalogue, RootCause, triage_file
+from vllmdiag.readers.triage import Catalogue, RootCause, triage_file
+from vllmdiag.services import proc
 
 SITE = "site-packages"
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
 from vllmdiag.errors import ConfigError
-from vllmdiag.triage import Catalogue, triage_file
-from vllmdiag.triage.regexguard import nested_repeat
+from vllmdiag.readers.triage import Catalogue, triage_file
+from vllmdiag.services.regexguard import nested_repeat
 
 ROOT = Path(__file__).parent.parent
 LOGS = Path(__file__).parent / "fixtures" / "logs"

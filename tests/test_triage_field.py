@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from vllmdiag.triage import Catalogue, triage_file
+from vllmdiag.readers.triage import Catalogue, triage_file
 
 FIELD = Path(__file__).parent / "fixtures" / "logs" / "field"
 README = Path(__file__).parent.parent / "README.md"

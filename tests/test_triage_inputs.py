@@ -11,9 +11,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from vllmdiag import proc
 from vllmdiag.cli.app import app
-from vllmdiag.triage import attribute, triage_file
+from vllmdiag.readers.triage import attribute, triage_file
+from vllmdiag.services import proc
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 THRMMA = LOGS / "b200_018_whisper_thrmma.log"

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.triage.logbytes import utf16_kind
+from vllmdiag.readers.triage.logbytes import utf16_kind
 
 LOG = Path(__file__).parent / "fixtures" / "logs" / "b200_018_whisper_thrmma.log"
 CAUSE = "AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma'"
@@ -64,7 +64,7 @@ def test_a_mangled_capture_reads_to_the_same_root_cause(
 
 
 def test_an_escape_split_across_blocks_is_still_dropped(tmp_path: Path) -> None:
-    from vllmdiag.triage import reader
+    from vllmdiag.readers.triage import reader
 
     raw = LOG.read_bytes()
     pad = b"x" * (reader.BLOCK - 3) + b"\n"  # the first block ends inside "\x1b[31m"

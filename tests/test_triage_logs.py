@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from vllmdiag import codec
 from vllmdiag.cli.app import app
 from vllmdiag.errors import ConfigError
-from vllmdiag.triage import Catalogue, attribute, triage_file
+from vllmdiag.readers.triage import Catalogue, attribute, triage_file
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 THRMMA = LOGS / "b200_018_whisper_thrmma.log"

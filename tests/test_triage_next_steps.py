@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.config.arms_lib import load_arm_library
-from vllmdiag.triage import Catalogue, triage_file
+from vllmdiag.readers.triage import Catalogue, triage_file
+from vllmdiag.services.config.arms_lib import load_arm_library
 
 ROOT = Path(__file__).parent.parent
 KV = Path(__file__).parent / "fixtures" / "vllm026" / "kv-starved"

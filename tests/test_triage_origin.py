@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 import vllmdiag
-from vllmdiag import codec, proc
-from vllmdiag.triage import Catalogue, triage_file
-from vllmdiag.triage.origin import classify
+from vllmdiag import codec
+from vllmdiag.readers.triage import Catalogue, triage_file
+from vllmdiag.readers.triage.origin import classify
+from vllmdiag.services import proc
 
 PACKAGE = Path(vllmdiag.__file__).resolve().parent
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.triage import Catalogue, RootCause, triage_file
-from vllmdiag.triage.lines import normalise, without_neighbours
-from vllmdiag.triage.origin import classify
+from vllmdiag.readers.triage import Catalogue, RootCause, triage_file
+from vllmdiag.readers.triage.lines import normalise, without_neighbours
+from vllmdiag.readers.triage.origin import classify
 
 
 def _log(tmp_path: Path, text: str) -> RootCause | None:

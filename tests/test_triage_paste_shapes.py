@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vllmdiag.triage import Catalogue, LogTriage, RootCause, triage_file
-from vllmdiag.triage.deaths import classify
-from vllmdiag.triage.lines import normalise, unglue
+from vllmdiag.readers.triage import Catalogue, LogTriage, RootCause, triage_file
+from vllmdiag.readers.triage.deaths import classify
+from vllmdiag.readers.triage.lines import normalise, unglue
 
 FIELD2 = Path(__file__).parent / "fixtures" / "logs" / "field2"
 CAT = Catalogue.load(use_env=False)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vllmdiag.triage import Catalogue, LogTriage, RootCause, triage_file
+from vllmdiag.readers.triage import Catalogue, LogTriage, RootCause, triage_file
 
 CAT = Catalogue.load(use_env=False)
 

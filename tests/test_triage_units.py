@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag import proc
-from vllmdiag.triage.lines import normalise
-from vllmdiag.triage.signature import mask, signature
-from vllmdiag.triage.traceback_model import HEAD_LINKS, TAIL_LINKS
-from vllmdiag.triage.tracebacks import Traceback, TracebackParser
+from vllmdiag.readers.triage.lines import normalise
+from vllmdiag.readers.triage.signature import mask, signature
+from vllmdiag.readers.triage.traceback_model import HEAD_LINKS, TAIL_LINKS
+from vllmdiag.readers.triage.tracebacks import Traceback, TracebackParser
+from vllmdiag.services import proc
 
 
 @pytest.mark.parametrize(
@@ -222,7 +222,7 @@ def test_200_mb_log_streams_in_flat_memory(tmp_path: Path) -> None:
     code = (
         "import re, sys, json\n"
         "from pathlib import Path\n"
-        "from vllmdiag.triage import triage_file\n"
+        "from vllmdiag.readers.triage import triage_file\n"
         "def hwm():\n"
         "    status = open('/proc/self/status').read()\n"
         "    return int(re.search(r'VmHWM:\\s+(\\d+)', status).group(1))\n"
@@ -245,8 +245,8 @@ def test_200_mb_log_streams_in_flat_memory(tmp_path: Path) -> None:
 
 
 def test_catalogue_arms_exist_in_the_arm_library() -> None:
-    from vllmdiag.config import load_arm_library
-    from vllmdiag.triage import Catalogue
+    from vllmdiag.readers.triage import Catalogue
+    from vllmdiag.services.config import load_arm_library
 
     names = {a.name for a in load_arm_library()}
     cat = Catalogue.load(use_env=False)
@@ -308,7 +308,7 @@ def test_catalogue_arms_exist_in_the_arm_library() -> None:
     ],
 )
 def test_catalogue_knows_the_seeds_errors(text: str, known: str) -> None:
-    from vllmdiag.triage import Catalogue
+    from vllmdiag.readers.triage import Catalogue
 
     typ, _, msg = text.partition(": ")
     hit = Catalogue.load(use_env=False).match(signature(typ, msg), text)
@@ -316,7 +316,7 @@ def test_catalogue_knows_the_seeds_errors(text: str, known: str) -> None:
 
 
 def test_signal_at_the_end_of_a_long_log(tmp_path: Path) -> None:
-    from vllmdiag.triage import triage_file
+    from vllmdiag.readers.triage import triage_file
 
     log = tmp_path / "long.log"
     line = b"(EngineCore_DP0 pid=7) INFO 09-21 03:12:13 [loggers.py:123] Engine 000: Avg\n"
@@ -440,7 +440,7 @@ def test_long_chain_and_a_fatal_line_mid_file_in_flat_memory(tmp_path: Path) -> 
     code = (
         "import re, sys, json\n"
         "from pathlib import Path\n"
-        "from vllmdiag.triage import triage_file\n"
+        "from vllmdiag.readers.triage import triage_file\n"
         "def hwm():\n"
         "    return int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
         "before = hwm()\n"

@@ -24,8 +24,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.journal import load_result
 from vllmdiag.model.outcome import Outcome
+from vllmdiag.spine.journal import load_result
 
 REAL = Path(__file__).parent / "fixtures" / "vllm026"
 
@@ -143,3 +143,23 @@ def test_two_same_settings_measurements_that_disagree_are_shown_never_superseded
     assert row["0.26"] == "—" and row["26/25"] == "—"  # one of two repeats ran: none counts
     assert "0.26: no run counts; the latest: incomplete: 1 of 2 repeats" in row["notes"]
     assert "superseded" not in (study / "CANONICAL.md").read_text()
+
+
+def test_a_bisect_end_on_a_gpu_another_engine_held_is_the_machines_fault() -> None:
+    """``bisect-ends``: a metric bisection by commit between the two staged releases
+    (``tests/device/test_bisect_device.py``), started while an engine that an interrupted
+    device test had left held 128 GiB of the H200. The 0.25 end's first repeat measured
+    (68,648 tokens/s); its second and both of the 0.26 end's found the memory taken. The
+    bisection stopped at that end with the engine's own message, never naming a commit;
+    each failed step is read as the machine's (another process holds the memory)."""
+    ends = REAL / "bisect-ends"
+    assert "tokens_per_s=68647.9" in (ends / "v0.25.0.run0.log").read_text()
+    said = " ".join((ends / "output.txt").read_text().split())
+    assert "gave no value of tokens_per_s" in said and "first_bad" not in said
+    for log in ("v0.25.0.run1.log", "v0.26.0.run0.log", "v0.26.0.run1.log"):
+        result = CliRunner().invoke(app, ["triage", str(ends / log), "--json"])
+        assert result.exit_code == 0, result.output
+        cause = json.loads(result.stdout)["root_cause"]
+        assert cause["type"] == "ValueError" and cause["process"].startswith("EngineCore")
+        assert cause["message"].startswith("Free memory on device cuda:0 (")
+        assert cause["origin"] == "environment", (log, cause)

@@ -16,14 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
-from vllmdiag.fingerprint import fingerprint_diff, fingerprint_file
-from vllmdiag.fingerprint.startup import dominant
-from vllmdiag.journal import load_result
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape, shape_problem
 from vllmdiag.model.verdict import ArmInfo, decide
-from vllmdiag.profile.cxxnames import is_signature
-from vllmdiag.triage import triage_file
+from vllmdiag.readers.fingerprint import fingerprint_diff, fingerprint_file
+from vllmdiag.readers.fingerprint.startup import dominant
+from vllmdiag.readers.traces.cxxnames import is_signature
+from vllmdiag.readers.triage import triage_file
+from vllmdiag.spine.journal import load_result
 
 REAL = Path(__file__).parent / "fixtures" / "vllm026"
 KV = REAL / "kv-starved"

@@ -12,10 +12,10 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from vllmdiag.config import load_arm_library
 from vllmdiag.model.recipe import Builtin, WorkloadConfig
-from vllmdiag.pkgindex import members, pick_wheel, project, read_member
 from vllmdiag.plan.workloads import BUILTIN_METRICS, template
+from vllmdiag.services.config import load_arm_library
+from vllmdiag.services.pkgindex import members, pick_wheel, project, read_member
 
 pytestmark = pytest.mark.network
 
@@ -124,7 +124,7 @@ def test_profiler_spelling_of_every_version(version: str) -> None:
     import json
     from pathlib import Path
 
-    from vllmdiag.profile import vllm_flags
+    from vllmdiag.jobs.profile import vllm_flags
 
     assert 'arg.startswith("--help=")' in source(version, "vllm/utils/argparse_utils.py")
     for path in BENCH.values():

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from vllmdiag.cli.app import app
-from vllmdiag.pkgindex import clear_caches
+from vllmdiag.services.pkgindex import clear_caches
 
 SYMBOL = ["--symbol", "packaging.version.LegacyVersion"]
 

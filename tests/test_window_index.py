@@ -25,11 +25,11 @@ import pytest
 from test_window_cli import assert_user_error
 from typer.testing import CliRunner
 
-from vllmdiag import redact
 from vllmdiag.cli.app import app
-from vllmdiag.pkgindex import clear_caches
-from vllmdiag.pkgindex import http_client as index_http
-from vllmdiag.pkgindex.credentials import remember, split_credentials
+from vllmdiag.services import redact
+from vllmdiag.services.pkgindex import clear_caches
+from vllmdiag.services.pkgindex import http_client as index_http
+from vllmdiag.services.pkgindex.credentials import remember, split_credentials
 
 USER, PASSWORD = "alice", "pa55-w0rd-Zq"
 

@@ -14,8 +14,14 @@ from typer.testing import CliRunner
 
 from vllmdiag.cli.app import app
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.pkgindex import check_python, metadata, project, requires_dist, wheel_metadata
-from vllmdiag.window import DecidedBy, ProbeStatus, WindowRequest, find_window
+from vllmdiag.jobs.window import DecidedBy, ProbeStatus, WindowRequest, find_window
+from vllmdiag.services.pkgindex import (
+    check_python,
+    metadata,
+    project,
+    requires_dist,
+    wheel_metadata,
+)
 
 pytestmark = pytest.mark.network
 

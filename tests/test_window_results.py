@@ -13,8 +13,7 @@ from packaging.version import Version
 
 from vllmdiag import codec
 from vllmdiag.events import Note
-from vllmdiag.pkgindex import Presence, StaticAnswer
-from vllmdiag.window import (
+from vllmdiag.jobs.window import (
     Constraint,
     ConsumerReport,
     DecidedBy,
@@ -31,9 +30,10 @@ from vllmdiag.window import (
     VersionsListed,
     WindowResult,
 )
-from vllmdiag.window.declared_range import assess
-from vllmdiag.window.probe import ProbeSpec
-from vllmdiag.window.store import SCHEMA, probe_key
+from vllmdiag.jobs.window.declared_range import assess
+from vllmdiag.jobs.window.probe import ProbeSpec
+from vllmdiag.jobs.window.store import SCHEMA, probe_key
+from vllmdiag.services.pkgindex import Presence, StaticAnswer
 
 P, A = ProbeStatus.PRESENT, ProbeStatus.ABSENT
 HAS = StaticAnswer(

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from vllmdiag.window import ProbeStatus
-from vllmdiag.window.search import sample_positions, search
+from vllmdiag.jobs.window import ProbeStatus
+from vllmdiag.jobs.window.search import sample_positions, search
 
 P, A, M, X, E = (
     ProbeStatus.PRESENT,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from vllmdiag.pkgindex import candidates, pick_wheel, project, read_version, read_versions
-from vllmdiag.pkgindex.source_binding import module_binds, parent_touches
+from vllmdiag.services.pkgindex import candidates, pick_wheel, project, read_version, read_versions
+from vllmdiag.services.pkgindex.source_binding import module_binds, parent_touches
 
 PRESENT = [
     "class ThrMma(_ThrMma):\n    pass\n",

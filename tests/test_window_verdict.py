@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from vllmdiag.pkgindex import IndexFile, candidates
-from vllmdiag.pkgindex.versions import parse_date
-from vllmdiag.window import ProbeStatus
-from vllmdiag.window.consumers import declared_specifier, parse_compile, requirements_on
-from vllmdiag.window.declared_range import assess, conflicting
-from vllmdiag.window.search import window_specifier
+from vllmdiag.jobs.window import ProbeStatus
+from vllmdiag.jobs.window.consumers import declared_specifier, parse_compile, requirements_on
+from vllmdiag.jobs.window.declared_range import assess, conflicting
+from vllmdiag.jobs.window.search import window_specifier
+from vllmdiag.services.pkgindex import IndexFile, candidates
+from vllmdiag.services.pkgindex.versions import parse_date
 
 P, A, X = ProbeStatus.PRESENT, ProbeStatus.ABSENT, ProbeStatus.INSTALL_FAILED
 

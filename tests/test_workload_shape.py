@@ -11,13 +11,13 @@ import textwrap
 from pathlib import Path
 
 from vllmdiag import MatrixOptions, codec, run_matrix
-from vllmdiag.config import load_recipe
-from vllmdiag.fingerprint import parse_lines
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Builtin, WorkloadConfig
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape, shape_problem
 from vllmdiag.plan import workloads as wlmod
-from vllmdiag.runner.vllm_cli import bench_dialect, vllm_package_dir
+from vllmdiag.readers.fingerprint import parse_lines
+from vllmdiag.services.config import load_recipe
+from vllmdiag.spine.runner.vllm_cli import bench_dialect, vllm_package_dir
 
 BENCH = """
 import json, sys

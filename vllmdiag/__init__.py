@@ -23,8 +23,8 @@ _EXPORTS = {
     "VllmdiagError": "vllmdiag.errors",
     "ConfigError": "vllmdiag.errors",
     "EnvError": "vllmdiag.errors",
-    "load_recipe": "vllmdiag.config",
-    "load_arm_library": "vllmdiag.config",
+    "load_recipe": "vllmdiag.services.config",
+    "load_arm_library": "vllmdiag.services.config",
     "Recipe": "vllmdiag.model.recipe",
     "Arm": "vllmdiag.model.arms",
     "CellResult": "vllmdiag.model.outcome",
@@ -34,35 +34,35 @@ _EXPORTS = {
     "Effect": "vllmdiag.model.verdict",
     "Fingerprint": "vllmdiag.model.fingerprint",
     "CellPlan": "vllmdiag.plan",
-    "MatrixPlan": "vllmdiag.plan",
-    "plan_matrix": "vllmdiag.plan:plan",
+    "MatrixPlan": "vllmdiag.jobs.matrix",
+    "plan_matrix": "vllmdiag.jobs.matrix",
     "expand": "vllmdiag.plan",
     "find_cell": "vllmdiag.plan",
     "recipe_legs": "vllmdiag.plan",
-    "measuring": "vllmdiag.measuring",
-    "run_cells": "vllmdiag.runner",
-    "RunOptions": "vllmdiag.runner",
-    "CellsReport": "vllmdiag.runner",
-    "Executor": "vllmdiag.runner",
-    "LocalExecutor": "vllmdiag.runner",
-    "RayExecutor": "vllmdiag.cluster",
-    "run_matrix": "vllmdiag.matrix",
-    "MatrixOptions": "vllmdiag.matrix",
-    "MatrixReport": "vllmdiag.matrix",
-    "EnvCache": "vllmdiag.envs",
-    "LegSpec": "vllmdiag.envs",
-    "triage_file": "vllmdiag.triage",
-    "fingerprint_file": "vllmdiag.fingerprint",
-    "fingerprint_diff": "vllmdiag.fingerprint",
-    "draft_report": "vllmdiag.report",
-    "ReportRequest": "vllmdiag.report",
-    "Report": "vllmdiag.report",
-    "find_window": "vllmdiag.window",
-    "bisect_releases": "vllmdiag.bisect",
-    "compare_tables": "vllmdiag.compare:compare",
-    "load_study": "vllmdiag.study",
-    "run_study": "vllmdiag.study",
-    "StudyOptions": "vllmdiag.study",
+    "measuring": "vllmdiag.spine.measuring",
+    "run_cells": "vllmdiag.spine.runner",
+    "RunOptions": "vllmdiag.spine.runner",
+    "CellsReport": "vllmdiag.spine.runner",
+    "Executor": "vllmdiag.spine.runner",
+    "LocalExecutor": "vllmdiag.spine.runner",
+    "RayExecutor": "vllmdiag.adapters.cluster",
+    "run_matrix": "vllmdiag.jobs.matrix",
+    "MatrixOptions": "vllmdiag.jobs.matrix",
+    "MatrixReport": "vllmdiag.jobs.matrix",
+    "EnvCache": "vllmdiag.services.envs",
+    "LegSpec": "vllmdiag.services.envs",
+    "triage_file": "vllmdiag.readers.triage",
+    "fingerprint_file": "vllmdiag.readers.fingerprint",
+    "fingerprint_diff": "vllmdiag.readers.fingerprint",
+    "draft_report": "vllmdiag.jobs.report",
+    "ReportRequest": "vllmdiag.jobs.report",
+    "Report": "vllmdiag.jobs.report",
+    "find_window": "vllmdiag.jobs.window",
+    "bisect_releases": "vllmdiag.jobs.bisect",
+    "compare_tables": "vllmdiag.jobs.compare:compare",
+    "load_study": "vllmdiag.jobs.study",
+    "run_study": "vllmdiag.jobs.study",
+    "StudyOptions": "vllmdiag.jobs.study",
 }
 
 __all__ = [
@@ -127,24 +127,29 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from vllmdiag import codec
-    from vllmdiag.bisect import bisect_releases
-    from vllmdiag.cluster import RayExecutor
-    from vllmdiag.compare import compare as compare_tables
-    from vllmdiag.config import load_arm_library, load_recipe
-    from vllmdiag.envs import EnvCache, LegSpec
+    from vllmdiag.adapters.cluster import RayExecutor
     from vllmdiag.errors import ConfigError, EnvError, VllmdiagError
-    from vllmdiag.fingerprint import fingerprint_diff, fingerprint_file
-    from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
-    from vllmdiag.measuring import measuring
+    from vllmdiag.jobs.bisect import bisect_releases
+    from vllmdiag.jobs.compare import compare as compare_tables
+    from vllmdiag.jobs.matrix import (
+        MatrixOptions,
+        MatrixPlan,
+        MatrixReport,
+        plan_matrix,
+        run_matrix,
+    )
+    from vllmdiag.jobs.report import Report, ReportRequest, draft_report
+    from vllmdiag.jobs.study import StudyOptions, load_study, run_study
+    from vllmdiag.jobs.window import find_window
     from vllmdiag.model.arms import Arm
     from vllmdiag.model.fingerprint import Fingerprint
     from vllmdiag.model.outcome import CauseSummary, CellResult, Outcome
     from vllmdiag.model.recipe import Recipe
     from vllmdiag.model.verdict import Effect, Verdict
-    from vllmdiag.plan import CellPlan, MatrixPlan, expand, find_cell, recipe_legs
-    from vllmdiag.plan import plan as plan_matrix
-    from vllmdiag.report import Report, ReportRequest, draft_report
-    from vllmdiag.runner import CellsReport, Executor, LocalExecutor, RunOptions, run_cells
-    from vllmdiag.study import StudyOptions, load_study, run_study
-    from vllmdiag.triage import triage_file
-    from vllmdiag.window import find_window
+    from vllmdiag.plan import CellPlan, expand, find_cell, recipe_legs
+    from vllmdiag.readers.fingerprint import fingerprint_diff, fingerprint_file
+    from vllmdiag.readers.triage import triage_file
+    from vllmdiag.services.config import load_arm_library, load_recipe
+    from vllmdiag.services.envs import EnvCache, LegSpec
+    from vllmdiag.spine.measuring import measuring
+    from vllmdiag.spine.runner import CellsReport, Executor, LocalExecutor, RunOptions, run_cells

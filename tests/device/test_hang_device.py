@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from tests.device.gpu import gpu_apps
 from vllmdiag.cli.app import app
-from vllmdiag.runner.hangdump import PY_SPY_VAR, find_py_spy
+from vllmdiag.spine.runner.hangdump import PY_SPY_VAR, find_py_spy
 
 TIMEOUT_S = 150
 

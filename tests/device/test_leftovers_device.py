@@ -5,7 +5,9 @@ bench, EngineCore, workers) are all tagged, so every one of them is found."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -48,6 +50,20 @@ def _recipe(tmp_path: Path, vllm_python: Path, tiny_models: Path, prompts: int) 
         )
     )
     return path
+
+
+def _end_cells_of_this_test() -> None:
+    """SIGKILL every process a cell of this test's runs started (found by the node lock
+    path its cell environment names: the test's own, ``VLLMDIAG_LOCK``)."""
+    mark = f"VLLMDIAG_CELL_NODE={os.environ['VLLMDIAG_LOCK']}\0".encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if mark in environ:
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(proc.name), signal.SIGKILL)
 
 
 def test_a_killed_runs_engine_is_reported_and_ended_by_the_next_matrix(
@@ -113,6 +129,7 @@ def test_a_killed_runs_engine_is_reported_and_ended_by_the_next_matrix(
     finally:
         if runner.poll() is None:
             runner.kill()
+        _end_cells_of_this_test()  # an interrupted test must not leave its engine to the next
         if keep is not None:
             for run in (first, tmp_path / "second"):
                 if run.exists():

@@ -110,7 +110,7 @@ def test_baseline_vs_enforce_eager_on_vllm_026(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from vllmdiag.cli.app import app
-    from vllmdiag.profile.cxxnames import is_signature
+    from vllmdiag.readers.traces.cxxnames import is_signature
 
     recipe = _recipe(tmp_path, python, llama)
     args = ["profile", str(recipe), "--arms", "baseline", "enforce-eager", "--json"]

@@ -9,9 +9,9 @@ from rich.table import Table
 
 from vllmdiag.cli.output import JsonOption, emit_json, human, lit, plain, user_errors
 from vllmdiag.cli.tables import print_table
-from vllmdiag.config import load_arm_library
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.arms import Arm
+from vllmdiag.services.config import load_arm_library
 
 arms_app = typer.Typer(help="The library of single-variable arms.", no_args_is_help=True)
 

@@ -12,7 +12,12 @@ from rich.table import Table
 from rich.text import Text
 
 from vllmdiag import codec
-from vllmdiag.bisect import (
+from vllmdiag.cli.bisect_commits_view import commit_view, render_commits
+from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
+from vllmdiag.cli.window_cmd import Command, Context, NoSuchOption, UsageError
+from vllmdiag.errors import VllmdiagError
+from vllmdiag.events import Note
+from vllmdiag.jobs.bisect import (
     BisectEvent,
     BisectRequest,
     BisectResult,
@@ -21,12 +26,7 @@ from vllmdiag.bisect import (
     StepVerdict,
     bisect_releases,
 )
-from vllmdiag.bisect.by_commit import bisect_commits
-from vllmdiag.cli.bisect_commits_view import commit_view, render_commits
-from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.cli.window_cmd import Command, Context, NoSuchOption, UsageError
-from vllmdiag.errors import VllmdiagError
-from vllmdiag.events import Note
+from vllmdiag.jobs.bisect.by_commit import bisect_commits
 
 _STYLE = {StepVerdict.GOOD: "green", StepVerdict.BAD: "red", StepVerdict.SKIP: "yellow"}
 _AFTER_DASHES = (

@@ -10,11 +10,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from vllmdiag.bisect import BisectEvent, StepFinished, StepStarted, StepVerdict
-from vllmdiag.bisect.commit_info import CommitInfo
-from vllmdiag.bisect.commit_results import CommitBisectResult
-from vllmdiag.bisect.events import CandidatesListed
 from vllmdiag.events import Note, Observer
+from vllmdiag.jobs.bisect import BisectEvent, StepFinished, StepStarted, StepVerdict
+from vllmdiag.jobs.bisect.commit_info import CommitInfo
+from vllmdiag.jobs.bisect.commit_results import CommitBisectResult
+from vllmdiag.jobs.bisect.events import CandidatesListed
 
 _STYLE = {StepVerdict.GOOD: "green", StepVerdict.BAD: "red", StepVerdict.SKIP: "yellow"}
 

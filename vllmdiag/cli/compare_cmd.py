@@ -10,14 +10,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from vllmdiag import atomic, codec
+from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.compare import Comparison, compare, load_table, parse_pair, report, to_markdown
-from vllmdiag.compare.model import Direction, label
-from vllmdiag.compare.report import agreement_text, ratio_text
-from vllmdiag.compare.transfer import Compared, Settings
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.jobs.compare import Comparison, compare, load_table, parse_pair, report, to_markdown
+from vllmdiag.jobs.compare.report import agreement_text, ratio_text
+from vllmdiag.jobs.compare.tables import Direction, label
+from vllmdiag.jobs.compare.transfer import Compared, Settings
 from vllmdiag.printable import printable
+from vllmdiag.services import atomic
 
 _TRANSFERS = {True: "[green]yes[/]", False: "[bold red]no[/]", None: "[yellow]—[/]"}
 

@@ -11,17 +11,17 @@ from rich.table import Table
 
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
-from vllmdiag.envs import EnvCache, EnvEvent, LegSpec
 from vllmdiag.errors import EnvError, VllmdiagError
-from vllmdiag.hygiene import DoctorReport, doctor, failed_leg
+from vllmdiag.readers.hygiene import DoctorReport, doctor, failed_leg
+from vllmdiag.services.envs import EnvCache, EnvEvent, LegSpec
 
 _STYLE = {"contaminated": "bold red", "warning": "yellow", "ok": "green", "skipped": "dim"}
 
 
 def _specs(target: str, leg: str | None) -> list[LegSpec]:
     if target.endswith((".yaml", ".yml")):
-        from vllmdiag.config import load_recipe
         from vllmdiag.plan import recipe_legs
+        from vllmdiag.services.config import load_recipe
 
         return recipe_legs(load_recipe(Path(target)), leg)
     if leg is not None:

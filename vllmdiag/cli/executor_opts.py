@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from vllmdiag.cli.output import plain
-from vllmdiag.runner import Executor, open_executor
+from vllmdiag.errors import ConfigError
+from vllmdiag.spine.runner import Executor, LocalExecutor
 
 
 class ExecutorKind(str, Enum):
@@ -74,3 +75,28 @@ def connected(
         console.print(plain(f"connecting to {where} ...", style="dim"), highlight=False)
     with open_executor(kind.value, address=address, gpus=gpus) as executor:
         yield executor
+
+
+@contextmanager
+def open_executor(
+    kind: str = "local", *, address: str | None = None, gpus: int | None = None
+) -> Iterator[Executor]:
+    """The executor ``--executor KIND`` names, ready to run cells, and stopped after:
+    ``local`` (this machine; ``gpus`` slots) or ``ray`` (the cluster at ``address``, or a
+    local Ray instance with ``gpus`` GPUs)."""
+    if kind == "local":
+        if address:
+            raise ConfigError(
+                "--address names a Ray cluster, and this run is on this machine",
+                hint="add --executor ray, or drop --address",
+            )
+        yield LocalExecutor(gpus)
+    elif kind == "ray":
+        from vllmdiag.adapters.cluster import RayExecutor
+
+        with RayExecutor(address, gpus=gpus) as ray:
+            yield ray
+    else:
+        raise ConfigError(
+            f"no executor {kind!r}", hint="--executor local (this machine) or --executor ray"
+        )

@@ -13,12 +13,12 @@ from rich.table import Table
 
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
-from vllmdiag.config.source import probe, regular_file
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.fingerprint import Fingerprint, fingerprint_diff, fingerprint_file
-from vllmdiag.fingerprint.startup import dominant, startup_diff
 from vllmdiag.model.shape import WorkloadShape
 from vllmdiag.model.startup import StartupTimeline
+from vllmdiag.readers.fingerprint import Fingerprint, fingerprint_diff, fingerprint_file
+from vllmdiag.readers.fingerprint.startup import dominant, startup_diff
+from vllmdiag.services.config.source import probe, regular_file
 
 _STYLE = {"same": "green", "different": "bold red", "missing": "yellow"}
 
@@ -110,8 +110,8 @@ def _findings(leg: Path | None) -> list[tuple[str, str]]:
     """The hygiene findings of ``leg`` worth naming (warnings and contaminations)."""
     if leg is None:
         return []
-    from vllmdiag.envs import EnvCache, LegSpec
-    from vllmdiag.hygiene import doctor
+    from vllmdiag.readers.hygiene import doctor
+    from vllmdiag.services.envs import EnvCache, LegSpec
 
     if probe(leg, what="environment") is None:
         raise VllmdiagError("no such environment", where=str(leg), hint="give a venv or a python")

@@ -10,10 +10,10 @@ from rich.table import Table
 
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors
-from vllmdiag.config import load_recipe
-from vllmdiag.envs import EnvCache, EnvEvent
 from vllmdiag.model.stack import EnvRecord
 from vllmdiag.plan import recipe_legs
+from vllmdiag.services.config import load_recipe
+from vllmdiag.services.envs import EnvCache, EnvEvent
 
 leg_app = typer.Typer(
     help="Build or inspect a recipe's legs (isolated uv environments).", no_args_is_help=True

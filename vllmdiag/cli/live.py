@@ -13,10 +13,10 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from vllmdiag.envs.cache import EnvEvent, EnvState
 from vllmdiag.events import Note
 from vllmdiag.printable import printable
-from vllmdiag.runner.events import (
+from vllmdiag.services.envs.cache import EnvEvent, EnvState
+from vllmdiag.spine.runner.events import (
     CellFinished,
     CellReused,
     CellsEvent,

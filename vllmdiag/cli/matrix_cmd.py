@@ -26,14 +26,13 @@ from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells, print_table, verdict_table
 from vllmdiag.cli.values import path_value
-from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.matrix import MatrixOptions, MatrixReport, run_matrix
-from vllmdiag.matrix.rejudge import rejudge
-from vllmdiag.plan import MatrixPlan, plan
+from vllmdiag.jobs.matrix import MatrixOptions, MatrixPlan, MatrixReport, plan_matrix, run_matrix
+from vllmdiag.jobs.matrix.rejudge import rejudge
 from vllmdiag.plan.bench_check import recipe_warnings
-from vllmdiag.proc import Interrupted
-from vllmdiag.runner.slots import check_gpu_count
+from vllmdiag.services.config import load_recipe, numbers
+from vllmdiag.services.proc import Interrupted
+from vllmdiag.spine.runner.slots import check_gpu_count
 
 
 class _MatrixCommand(ResumeDir):
@@ -138,7 +137,7 @@ def matrix(
         if not dry_run:
             warn_lines(console, recipe_warnings(rec))
         if dry_run:
-            p = plan(rec, run_dir=resume or out)
+            p = plan_matrix(rec, run_dir=resume or out)
             if as_json:
                 emit_json(codec.dump(p))
                 return

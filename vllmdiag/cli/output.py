@@ -2,7 +2,7 @@
 
 Human output goes to stderr when ``--json`` is given, so stdout carries exactly one
 JSON object: the command's result, or ``{"error", "where", "hint"}`` when it failed.
-Everything printed goes through :mod:`vllmdiag.redact` (no secret reaches a terminal
+Everything printed goes through :mod:`vllmdiag.services.redact` (no secret reaches a terminal
 or a captured log), and text that came from logs, recipes or users is escaped before
 Rich sees it (see :func:`lit`); its control characters are printed as escapes
 (:func:`vllmdiag.printable.printable`, applied by a render hook to every segment of text
@@ -24,9 +24,9 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.text import Text
 
-from vllmdiag import redact
 from vllmdiag.errors import ConfigError, VllmdiagError
 from vllmdiag.printable import printable
+from vllmdiag.services import redact
 
 
 class _Redacting:

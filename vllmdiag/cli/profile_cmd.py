@@ -5,7 +5,7 @@ vllmdiag profile capture --leg A=/venv/a --leg B=/venv/b --script work.py [-- AR
 vllmdiag profile diff RUN | A B   (a profile run; or capture directories, trace files)
 
 Arguments are parsed here (the recipe's command in :mod:`profile_run_cmd`) and results
-rendered (:mod:`profile_render`); the jobs live in :mod:`vllmdiag.profile`.
+rendered (:mod:`profile_render`); the jobs live in :mod:`vllmdiag.jobs.profile`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,9 @@ from vllmdiag.cli.forms import FormGroup, ResumeDirForm
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.jobs.profile import CaptureSettings, ProfileOutcome, Workload, backend, diff_inputs
 from vllmdiag.plan import bench_command as benchmod
-from vllmdiag.proc import Interrupted
-from vllmdiag.profile import job
-from vllmdiag.profile.capture import CaptureSettings, backend
-from vllmdiag.profile.executor import Workload
-from vllmdiag.profile.results import ProfileOutcome
+from vllmdiag.services.proc import Interrupted
 
 _MULTI = ("--legs", "--arms", "--capture", "-c")
 _RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -58,7 +55,7 @@ class _ProfileGroup(FormGroup):
 
 def _looks_like_recipe(arg: str) -> bool:
     """A path (a missing one is the recipe loader's to report) or a shipped recipe name."""
-    from vllmdiag.config.recipe_load import resolve_recipe_path
+    from vllmdiag.services.config.recipe_load import resolve_recipe_path
 
     return arg.endswith(_RECIPE_SUFFIXES) or "/" in arg or resolve_recipe_path(Path(arg)).exists()
 
@@ -142,7 +139,7 @@ def diff_cmd(
     """Where the GPU time went between two captures of the same workload."""
     console = human(as_json)
     with user_errors():
-        res = job.diff_inputs(a, b, out=out, top=top, runs_root=runs_root)
+        res = diff_inputs(a, b, out=out, top=top, runs_root=runs_root)
         show.result(console, res)
         if as_json:
             emit_json(codec.dump(res))
@@ -210,7 +207,7 @@ def capture_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Capture a script or a vLLM command on existing environments, then diff them."""
-    from vllmdiag.profile.run import capture_legs, targets_from_paths
+    from vllmdiag.jobs.profile import capture_legs, targets_from_paths
 
     with user_errors():
         if (script is None) == (command is None):

@@ -11,17 +11,19 @@ from rich.table import Table
 from rich.text import Text
 
 from vllmdiag.cli.live import LiveView
-from vllmdiag.profile.events import (
+from vllmdiag.jobs.profile import (
     CaptureFallback,
     CaptureFinished,
     CaptureStarted,
+    CpuDiff,
+    DiffReport,
+    FrameRow,
+    GpuDiff,
     ProfileEvent,
     ProfileStarted,
+    Spread,
 )
-from vllmdiag.profile.pyspy import FrameRow
-from vllmdiag.profile.report import CpuDiff, DiffReport, GpuDiff
-from vllmdiag.profile.steptimes import Spread
-from vllmdiag.runner.events import RunStarted
+from vllmdiag.spine.runner.events import RunStarted
 
 
 def _t(text: str, n: int = 70) -> Text:

@@ -2,7 +2,7 @@
 captured on two sides (as cells, under the node lock), then diffed.
 
 Arguments are parsed here and the outcome rendered by :mod:`profile_cmd`'s ``finish``;
-the job is :func:`vllmdiag.profile.recipe_run.profile_recipe`.
+the job is :func:`vllmdiag.jobs.profile.recipe_run.profile_recipe`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from vllmdiag.cli.profile_cmd import (
     finish,
 )
 from vllmdiag.cli.values import path_value
-from vllmdiag.config import load_recipe, numbers
 from vllmdiag.errors import VllmdiagError
+from vllmdiag.jobs.profile import CaptureSettings, backend
 from vllmdiag.model.recipe import ProfileWindow
 from vllmdiag.plan.bench_check import recipe_warnings
-from vllmdiag.profile.capture import CaptureSettings, backend
+from vllmdiag.services.config import load_recipe, numbers
 
 if TYPE_CHECKING:
-    from vllmdiag.profile.recipe_run import ProfileRequest
+    from vllmdiag.jobs.profile import ProfileRequest
 
 
 def run_cmd(
@@ -81,7 +81,7 @@ def run_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Profile a recipe's workload on two sides (``vllmdiag profile RECIPE``)."""
-    from vllmdiag.profile.recipe_run import ProfileRequest, profile_recipe
+    from vllmdiag.jobs.profile import ProfileRequest, profile_recipe
 
     with user_errors():
         if resume is not None and out is not None:

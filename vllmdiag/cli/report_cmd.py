@@ -13,13 +13,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from vllmdiag import atomic, codec
+from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, stdout, user_errors
 from vllmdiag.cli.values import path_value
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note
+from vllmdiag.jobs.report import Report, ReportRequest, draft_report
 from vllmdiag.printable import printable
-from vllmdiag.report import Report, ReportRequest, draft_report
+from vllmdiag.services import atomic
 
 
 def report(

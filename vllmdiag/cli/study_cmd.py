@@ -32,10 +32,8 @@ from vllmdiag.cli.live import LiveView
 from vllmdiag.cli.output import JsonOption, emit_json, human, plain, user_errors, warn_lines
 from vllmdiag.cli.tables import print_cells
 from vllmdiag.cli.values import path_value
-from vllmdiag.config import numbers
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.proc import Interrupted
-from vllmdiag.study import (
+from vllmdiag.jobs.study import (
     BatchOpened,
     Filters,
     StudyEvent,
@@ -50,8 +48,10 @@ from vllmdiag.study import (
     run_study,
     study_plan,
 )
-from vllmdiag.study.dry_run import bench_warnings
-from vllmdiag.study.render import coverage_grid, metric_grid
+from vllmdiag.jobs.study.render import coverage_grid, metric_grid
+from vllmdiag.jobs.study.study_plan import bench_warnings
+from vllmdiag.services.config import numbers
+from vllmdiag.services.proc import Interrupted
 
 
 class _StudyGroup(FormGroup):

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from vllmdiag.matrix.summary import table_rows
+from vllmdiag.jobs.matrix.summary import table_rows
 from vllmdiag.model.verdict import Verdict
 from vllmdiag.plan import PlannedCell
 from vllmdiag.printable import printable

@@ -18,12 +18,12 @@ from rich.text import Text
 from vllmdiag import codec
 from vllmdiag.cli.output import JsonOption, emit_json, human, stderr, user_errors
 from vllmdiag.errors import VllmdiagError
-from vllmdiag.journal import learn_secrets_near
 from vllmdiag.model.hang import HangReport
-from vllmdiag.runner.hang_cause import recorded_hang
-from vllmdiag.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
-from vllmdiag.triage.attribution import group, labelled_logs, with_outcome
-from vllmdiag.triage.blame import blame_text
+from vllmdiag.readers.triage import STDIN, Catalogue, LogTriage, RootCause, triage_file
+from vllmdiag.readers.triage.attribution import group, labelled_logs, with_outcome
+from vllmdiag.readers.triage.blame import blame_text
+from vllmdiag.spine.journal import learn_secrets_near
+from vllmdiag.spine.runner.hang_cause import recorded_hang
 
 
 def triage(

@@ -16,7 +16,7 @@ from vllmdiag.cli.clickcompat import Context, NoSuchOption, Parameter, UsageErro
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.events import Note
-from vllmdiag.window import (
+from vllmdiag.jobs.window import (
     ConsumerReport,
     ProbeFinished,
     ProbeStarted,

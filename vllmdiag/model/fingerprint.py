@@ -1,5 +1,5 @@
 """A run's fingerprint: what it actually did, as its log says (pure values; the reader
-is :mod:`vllmdiag.fingerprint`)."""
+is :mod:`vllmdiag.readers.fingerprint`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Where a timed-out cell hung: the stacks of its processes, dumped just before the kill,
-and what its log said up to then (pure values; :mod:`vllmdiag.runner.hangdump` takes the
+and what its log said up to then (pure values; :mod:`vllmdiag.spine.runner.hangdump` takes the
 dumps, the judge adds the start-up phase)."""
 
 from __future__ import annotations

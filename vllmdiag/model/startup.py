@@ -1,5 +1,5 @@
 """An engine's start-up, phase by phase: the values (pure). Read from a log by
-:mod:`vllmdiag.fingerprint.startup`."""
+:mod:`vllmdiag.readers.fingerprint.startup`."""
 
 from __future__ import annotations
 

@@ -13,11 +13,10 @@ from vllmdiag.plan.cells import (
     recipe_legs,
     reuse_key,
 )
-from vllmdiag.plan.dry_run import MatrixPlan, PlannedCell, PlannedLeg, plan
+from vllmdiag.plan.planned import PlannedCell, PlannedLeg
 
 __all__ = [
     "CellPlan",
-    "MatrixPlan",
     "PlannedCell",
     "PlannedLeg",
     "arm_cell",
@@ -28,7 +27,6 @@ __all__ = [
     "find_cell",
     "leg_spec",
     "legs_needed",
-    "plan",
     "recipe_legs",
     "reuse_key",
 ]

@@ -43,7 +43,7 @@ _CLI_MODULE = "vllm.entrypoints.cli.main"
 @dataclass(frozen=True)
 class BenchDialect:
     """How a leg's ``vllm bench`` spells lengths (read from its source, see
-    :mod:`vllmdiag.runner.vllm_cli`).
+    :mod:`vllmdiag.spine.runner.vllm_cli`).
 
     ``random_lengths``: the random dataset has ``--random-input-len`` /
     ``--random-output-len`` whose defaults win over ``--input-len`` / ``--output-len``

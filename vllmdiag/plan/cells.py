@@ -13,11 +13,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from vllmdiag.envs.spec import LegSpec
 from vllmdiag.errors import ConfigError, VllmdiagError
 from vllmdiag.model.arms import Arm, Flag
 from vllmdiag.model.recipe import LegConfig, Recipe, cell_id_clash
 from vllmdiag.model.verdict import BASELINE, ArmInfo
+from vllmdiag.services.envs.spec import LegSpec
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmdiag import redact
 from vllmdiag.model.arms import Flag
 from vllmdiag.model.recipe import WorkloadConfig
 from vllmdiag.plan import bench_command as benchmod
 from vllmdiag.plan import workloads as wlmod
+from vllmdiag.services import redact
 
 #: The interpreter of a uv leg that is not built yet.
 UNBUILT_PYTHON = "<leg venv>/bin/python"

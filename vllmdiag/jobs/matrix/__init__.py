@@ -1,0 +1,13 @@
+"""The falsification matrix job: a baseline plus arms over workloads, to a verdict."""
+
+from vllmdiag.jobs.matrix.job import MatrixOptions, MatrixReport, decide_verdict, run_matrix
+from vllmdiag.jobs.matrix.matrix_plan import MatrixPlan, plan_matrix
+
+__all__ = [
+    "MatrixOptions",
+    "MatrixPlan",
+    "MatrixReport",
+    "decide_verdict",
+    "plan_matrix",
+    "run_matrix",
+]

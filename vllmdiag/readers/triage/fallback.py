@@ -1,0 +1,61 @@
+"""When the failing process's own output is not in view: the error a parent's wrapper
+quotes, and otherwise a note saying why no root cause can be named (never a guess)."""
+
+from __future__ import annotations
+
+import re
+
+from vllmdiag.readers.triage.tracebacks import Link
+from vllmdiag.readers.triage.triaged import Evidence
+
+#: ``RuntimeError: Worker failed with error '<msg>', please check the stack trace ...``
+_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.*?)'(?:,\s*please\b|\s*$)")
+_OPEN_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
+#: V0's ``MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the
+#: original error: RuntimeError('...')``, as a relaying process prints it.
+_ORIGINAL = re.compile(
+    r"find the original error: (?P<type>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*?)(?P=q)\)"
+)
+_TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
+
+
+def quoted(link: Link) -> tuple[str, str] | None:
+    """(type, message) of the error a wrapper quotes; the type is empty when the quote
+    names none. A quote cut off by the paste (or spread over lines) keeps its first
+    line."""
+    o = _ORIGINAL.search(link.message)
+    if o:
+        return o["type"], o["msg"]
+    m = _QUOTE.search(link.message)
+    inner = m["inner"] if m else None
+    if inner is None:
+        o = _OPEN_QUOTE.search(link.head)
+        inner = o["inner"].rstrip("'") if o else None
+    if not inner or not inner.strip():
+        return None
+    t = _TYPED.match(inner.strip())
+    return (t["type"], t["msg"]) if t else ("", inner.strip())
+
+
+def unknown_note(ev: Evidence, any_wrapper: bool, any_traceback: bool, truncated: bool) -> str:
+    """Why no root cause could be named, and what the log shows instead."""
+    stop = f"; it stops at: {ev.last_line[:160]!r}" if ev.last_line else ""
+    if any_wrapper:
+        return (
+            "unknown: only wrappers are in view (the parent's 'see root cause above'); the "
+            "failing process's own output is not in this log: capture the child's stdout and "
+            "stderr (vLLM logs to stdout)"
+        )
+    if ev.finished and not any_traceback:
+        return f"no failure: the run finished and printed its results ({ev.finished[:120]})"
+    if any_traceback and truncated:
+        return (
+            "unknown: a traceback is cut before its exception line, and no other exception "
+            f"or death line is in view{stop}"
+        )
+    if ev.ends_mid_line:
+        return f"unknown: no exception and no death line in view; the log ends mid-line{stop}"
+    return (
+        "unknown: no exception and no death line in view (if the process was killed, "
+        f"e.g. exit -9/137, the kernel log or the harness says why){stop}"
+    )

@@ -1,0 +1,254 @@
+"""Choose the root cause among what a log shows (pure: no I/O).
+
+Candidates are the exceptions of the log's tracebacks (whole, headless or V0 notices),
+the lines saying a process died, the errors a wrapper quotes and a refused command line.
+Set aside first: identical copies, tracebacks that did not end the run (logged below
+ERROR, a background thread, a catalogue entry marked benign), and vLLM's wrappers
+(``Engine core initialization failed``, ``Worker failed with error``, ...); in a chain
+the original exception stands for it (or the remote one of a Ray task error).
+
+Then tiers, the earliest candidate of the first tier that has one wins (the process that
+failed first):
+0. exceptions, and strong death lines (a named process died, a fatal Python error,
+   Ray's account of an actor's death in the ``ActorDiedError`` its receiver got);
+1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), the error a
+   wrapper quotes (the failing child's own output is not in view), the error message a
+   process logged right above a traceback the paste cut before its exception line, and
+   the error a process around vLLM relays on one line (see ``relays``);
+2. a command line the program refused;
+3. follow-on errors (an interrupt, a closed pipe, a plugin or request error vLLM went on
+   from, pip's ``ResolutionImpossible`` under the conflict it reported) and follow-on
+   deaths (exit -15: killed by its parent);
+4. vLLM's ``EngineCore encountered a fatal error`` without its traceback;
+5. tracebacks of background threads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from vllmdiag.readers.triage import causes
+from vllmdiag.readers.triage.catalogue import Catalogue
+from vllmdiag.readers.triage.deaths import Death
+from vllmdiag.readers.triage.fallback import quoted, unknown_note
+from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
+from vllmdiag.readers.triage.tracebacks import Link, Traceback
+from vllmdiag.readers.triage.triaged import Evidence, LogTriage, RootCause, Skipped
+
+WRAPPER = re.compile(
+    r"Engine core initialization failed|Worker failed with error|EngineDeadError"
+    r"|EngineCore encountered an issue|RayTaskError(?:\(|: )|Engine process failed to start"
+    r"|ActorDiedError: The actor died because of an error raised in its creation task"
+    r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
+    r"|^RuntimeError: Executor failed"
+)
+#: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
+#: one request): a root cause only when nothing else is.
+HANDLED = re.compile(
+    r"Failed to load plugin|Error in (?:chat completion|completion|preprocessing)"
+    r"|Error in loading|Failed to (?:import|register)"
+)
+SECONDARY = frozenset(
+    {
+        "KeyboardInterrupt",
+        "SystemExit",
+        "EOFError",
+        "BrokenPipeError",
+        "ConnectionResetError",
+        "ConnectionRefusedError",
+        "CancelledError",
+        "ContextTerminated",
+        "ZMQError",
+        "ResolutionImpossible",  # pip's closing line; the conflict it names is above
+    }
+)
+_DEATH_TIER = {"strong": 0, "signal": 1, "follow-on": 3, "weak": 4}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    tier: int
+    line: int
+    build: Callable[[], RootCause]
+
+
+def is_wrapper(link: Link) -> bool:
+    return bool(WRAPPER.search(f"{link.type}: {link.message}"))
+
+
+def ordered_links(tb: Traceback) -> list[Link]:
+    """Links in root-first order: a Ray task's remote traceback first, then Python's
+    chain in print order (the original exception is printed first)."""
+    remote = [k for k in tb.links if k.relation == "remote"]
+    return list(reversed(remote)) + [k for k in tb.links if k.relation != "remote"]
+
+
+def _benign_reason(tb: Traceback, cat: Catalogue, version: str | None) -> str | None:
+    for link in tb.links:
+        hit = causes.hit(cat, link, version) if link.type else None
+        if hit is not None and hit.entry.benign:
+            return f"known harmless ({hit.name}): {hit.meaning}"
+    if tb.level is not None and tb.level not in ("ERROR", "CRITICAL"):
+        return f"logged at {tb.level} level: the process went on"
+    if tb.header.startswith("Exception in thread"):
+        return f"uncaught in a background thread ({tb.header.rstrip(':')}): the process went on"
+    return None
+
+
+def _root_link(links: list[Link], cat: Catalogue, version: str | None) -> Link | None:
+    """The first non-wrapper link; a later one of the same chain when only it is known by
+    its words (transformers turns a ``KeyError`` into the ``ValueError`` that explains
+    it)."""
+    real = [k for k in links if not is_wrapper(k)]
+    if not real:
+        return None
+    first = causes.hit(cat, real[0], version)
+    if first is None or first.entry.raised_by is not None:
+        # unknown, or known only by where it was raised: a later link whose own words
+        # the catalogue knows explains it better
+        for k in real[1:]:
+            h = causes.hit(cat, k, version) if k.kind == "exception" else None
+            if h is not None and h.entry.raised_by is None:
+                return k
+    return real[0]
+
+
+def _skipped(tb: Traceback, link: Link, why: str) -> Skipped:
+    return Skipped(link.type, link.message, tb.process, link.exc_line, why)
+
+
+def choose(
+    tracebacks: Sequence[Traceback], cat: Catalogue, ev: Evidence, path: str = ""
+) -> LogTriage:
+    distinct: dict[tuple[object, ...], Traceback] = {}
+    for tb in tracebacks:
+        distinct.setdefault(tb.key(), tb)
+    tbs = sorted(distinct.values(), key=lambda t: t.first_line)
+    benign: list[Skipped] = []
+    wrappers: list[Skipped] = []
+    cands: list[_Candidate] = []
+    truncated = ev.ends_mid_line
+    for tb in tbs:
+        links = [k for k in ordered_links(tb) if k.kind != "cut"]
+        truncated = truncated or not tb.complete
+        if not links:
+            if causes.header_states_error(tb) and not WRAPPER.search(tb.header):
+                cands.append(_Candidate(1, tb.first_line, _header(tb, cat, ev)))
+            continue
+        why = _benign_reason(tb, cat, ev.vllm_version)
+        if why is not None:
+            benign.append(_skipped(tb, links[0], why))
+            if why.startswith("uncaught in a background thread"):
+                cands.append(_exception(5, tb, links[0], cat, ev, "thread"))
+            continue
+        for k in links:
+            if is_wrapper(k):
+                wrappers.append(_skipped(tb, k, "a wrapper the parent raises; the cause is above"))
+                inner = quoted(k)
+                if inner is not None:
+                    cands.append(_Candidate(1, k.exc_line, _quote(tb, k, inner, cat, ev)))
+        root = _root_link(links, cat, ev.vllm_version)
+        if root is None:
+            continue
+        died = actor_death(root.type, root.message)
+        if died is not None:  # Ray's report of an actor's death: that actor's death line
+            cands.append(_Candidate(0, root.exc_line, _actor(tb, root, died, cat, ev)))
+            continue
+        follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
+        label = "follow-on" if follow else ""
+        cut = _frames_below(tb, root, tbs) if tb.headless and not root.frames else None
+        cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label, cut))
+    for d in ev.deaths:
+        if d.strength == "weak" and _introduces(d, tbs):
+            continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
+        if d.survived:
+            continue  # a signal notice its process logged on after
+        cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
+    if ev.relay is not None:
+        cut = next((t for t in tbs if t.links and all(k.kind == "cut" for k in t.links)), None)
+        cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat, cut)))
+    if ev.cli_error is not None:
+        cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
+    note = None
+    cause = None
+    if cands:
+        best = min(cands, key=lambda c: (c.tier, c.line))
+        cause = best.build()
+        if cause.evidence == "wrapper-message":
+            note = "root cause read from a wrapper's message"
+    else:
+        note = unknown_note(ev, bool(wrappers), bool(tbs), truncated)
+    extra = f"; {len(wrappers)} wrapper(s) skipped" if wrappers and cause else ""
+    extra += f"; {len(benign)} harmless traceback(s) skipped" if benign and cause else ""
+    if cause is not None and extra:
+        cause = causes.with_reason(cause, cause.reason + extra)
+    return LogTriage(
+        path,
+        cause,
+        tuple(wrappers),
+        len(tbs),
+        note,
+        tuple(benign),
+        ev.vllm_version,
+        truncated,
+        ev.lines,
+    )
+
+
+def _exception(
+    tier: int,
+    tb: Traceback,
+    link: Link,
+    cat: Catalogue,
+    ev: Evidence,
+    label: str,
+    cut: Traceback | None = None,
+) -> _Candidate:
+    return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label, cut))
+
+
+def _frames_below(tb: Traceback, link: Link, tbs: Sequence[Traceback]) -> Traceback | None:
+    """A traceback of frames alone (cut before its exception line, its header not in
+    view) that the same process printed below an exception line quoted without frames:
+    the quoted error's own (a paste that put the error first, then its stack)."""
+    for t in tbs:
+        if (
+            t.process == tb.process
+            and t.first_line > link.exc_line
+            and not t.header
+            and t.links
+            and all(k.kind == "cut" for k in t.links)
+        ):
+            return t
+    return None
+
+
+def _quote(
+    tb: Traceback, link: Link, inner: tuple[str, str], cat: Catalogue, ev: Evidence
+) -> Callable[[], RootCause]:
+    return lambda: causes.from_quote(tb, link, inner, cat, ev)
+
+
+def _introduces(d: Death, tbs: Sequence[Traceback]) -> bool:
+    """A traceback of the same process starts right below the death line."""
+    return any(t.process == d.process and d.line <= t.first_line <= d.line + 3 for t in tbs)
+
+
+def _relayed(ev: Evidence, cat: Catalogue, cut: Traceback | None) -> Callable[[], RootCause]:
+    return lambda: causes.from_relay(ev, cat, cut)
+
+
+def _header(tb: Traceback, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:
+    return lambda: causes.from_header(tb, cat, ev)
+
+
+def _actor(
+    tb: Traceback, link: Link, died: ActorDeath, cat: Catalogue, ev: Evidence
+) -> Callable[[], RootCause]:
+    return lambda: causes.from_actor_death(tb, link, died, cat, ev)
+
+
+def _death(d: Death, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:
+    return lambda: causes.from_death(d, cat, ev)

@@ -1,0 +1,449 @@
+"""Python tracebacks out of a stream of normalised lines, one parser state per stream.
+
+A stream is a (process, logged-or-raw) pair: vLLM's logger writes each traceback line
+behind its prefix, Python's excepthook writes it raw, and processes interleave.
+
+What users paste is rarely whole, so the parser takes what is in view:
+- a traceback with its ``Traceback (most recent call last):`` header (also at the end of
+  a line: ``EngineCore hit an exception: Traceback ...``, V0's ``<message>, Traceback``);
+- an exception line whose header is not in view (the paste starts inside the traceback):
+  a *headless* traceback, with the frames just above it where they are in view;
+- V0's ``Exception in worker X while processing method M: <message>`` notice;
+- chained exceptions (``The above exception was the direct cause ...``) as links of one
+  traceback, original first, and Ray's ``RayTaskError(X)`` remote traceback;
+- multi-line messages: indented lines, and unindented lines of the same log record
+  (NCCL's ``Last error:`` and the line after it), until a blank line (or a shell's
+  prompt the paste kept after the error);
+- frames as other printers write them: IPython's (``File /x.py:177, in f(..)``, ``Cell
+  In[3], line 1``, the older ``/x.py in f(..)``) and rich's boxed traceback (``│
+  /x.py:407 in f │``, a path the box wrapped over two lines joined again).
+
+Memory is bounded whatever the log: frames per link, links per chain (the first and the
+last are kept), message lines, and distinct tracebacks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+from vllmdiag.readers.triage.lines import Line, is_error_record
+from vllmdiag.readers.triage.traceback_model import (
+    MAX_FRAMES,
+    Frame,
+    Link,
+    OpenTraceback,
+    Traceback,
+)
+
+__all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
+
+_TB_START = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?:,? in (?P<func>.+))?')
+#: IPython's frames (``File /x.py:177, in LLM.__init__(self, ..)``, ``Cell In[3], line
+#: 1``; IPython 7's ``/x.py in __init__(self, ..)``, ``<ipython-input-2-ab> in <module>``)
+#: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled).
+_OTHER_FRAME = re.compile(
+    r"^(?:File (?P<ifile>\S+\.pyx?):(?P<iline>\d+), in (?P<ifunc>[\w.<>]+)(?:\(.*)?"
+    r"|(?P<cell>Cell In\[\d+\]), line (?P<cline>\d+)"
+    r"|(?P<ofile>/\S+\.pyx?|<ipython-input-[\w-]+>) in (?P<ofunc>[\w<>]+)(?:\(.*)?"
+    r"|(?P<rfile>[^\s:│]+\.pyx?):(?P<rline>\d+) in (?P<rfunc>[\w<>.]+))$"
+)
+#: A piece of a path that a box wrapped (the rest, with ``:line in func``, is next).
+_PATH_PIECE = re.compile(r"^[^\s:│]*/[^\s:│]*$")
+#: IPython's arrow at the line that raised (``----> 3 llm = LLM(..)``).
+_ARROW = re.compile(r"^-+> ?\d+ ")
+_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::(?: (?P<msg>.*))?)?$")
+#: Type names an exception line is recognised by without its header or frames in view.
+_EXC_NAME = re.compile(
+    r"[A-Za-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Unsupported)"
+    r"(?:\([\w.]+\))?$|^Exception$"
+)
+_NOTICE = re.compile(
+    r"^Exception in worker (?P<proc>\S+) while processing method \w+: (?P<msg>.+)$"
+)
+_CAUSE = "The above exception was the direct cause of the following exception"
+_CONTEXT = "During handling of the above exception, another exception occurred"
+#: Ray's task error: the remote traceback is printed right below it (typed as
+#: ``RayTaskError(ValueError)``, or plain when Ray could not subclass the cause).
+_REMOTE = re.compile(r"RayTaskError(?:\((?P<inner>[\w.]+)\))?$")
+#: Ray's actor death from its creation task: the task's traceback follows, as for a
+#: task error (``ActorDiedError: The actor died because of an error raised in its
+#: creation task, ray::LLMRayActor.__init__() (pid=..)``).
+_CREATION = "error raised in its creation task"
+#: Ray's report of a task error no one waited for: the task's traceback follows.
+_UNHANDLED = re.compile(
+    r"^Unhandled error \(suppress with '?RAY_IGNORE_UNHANDLED_ERRORS=1'?\): (?P<msg>ray::.+)$"
+)
+#: Exceptions whose message has a blank line inside (huggingface_hub's HTTP errors:
+#: ``401 Client Error. (Request ID: ..)``, a blank line, then what was not found).
+_GAPPED = re.compile(
+    r"(?:RepositoryNotFound|GatedRepo|RevisionNotFound|EntryNotFound|HfHubHTTP)Error$"
+)
+#: Unindented lines that start something new, never a message's continuation.
+#: Also a paste's elision mark (``...``) and a process tag the paste cut (``(pi``).
+_NEW = re.compile(
+    r"^(?:Process [\w-]+:$|Killed$|Aborted|Segmentation fault|Fatal Python error"
+    r"|Exception in thread|Current thread|Stack \(most recent"
+    r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$"
+    r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
+)
+
+#: Lines of a stream that may pass before an open traceback is considered abandoned.
+STALE_FRAMES = 5000
+STALE_AFTER = 64
+MAX_MESSAGE_LINES = 20
+MAX_TRACEBACKS = 5000
+MAX_STREAMS = 4096
+HEADER_WINDOW = 8
+
+
+class TracebackParser:
+    """Feed normalised lines in order; read :attr:`done` after :meth:`finish`."""
+
+    def __init__(self) -> None:
+        self.open: dict[tuple[str, bool], OpenTraceback] = {}
+        self.last_text: dict[tuple[str, bool], tuple[int, str]] = {}
+        self.orphans: dict[tuple[str, bool], deque[Frame]] = {}
+        self.traceish: dict[tuple[str, bool], int] = {}  # last frame/code line per stream
+        self.last_error: dict[tuple[str, bool], bool] = {}  # was last_text logged as an error
+        # the error message right above a stream's orphan frames (a paste that puts the
+        # message first, then the stack, without header or exception line)
+        self.above: dict[tuple[str, bool], tuple[int, str]] = {}
+        self.done: list[Traceback] = []
+        self.seen: set[tuple[object, ...]] = set()
+        #: a path piece a box wrapped, per stream: (line, text), joined to the next frame
+        self.piece: dict[tuple[str, bool], tuple[int, str]] = {}
+        #: where each stream's orphan frames began
+        self.orphan_start: dict[tuple[str, bool], int] = {}
+        self.dropped = 0
+        self._fed = 0
+
+    @property
+    def has_open(self) -> bool:
+        return bool(self.open)
+
+    def feed(self, line: Line) -> bool:
+        """Take one line; True when it belongs to a traceback (frame, message, chain)."""
+        key = (line.process, line.level is not None)
+        stripped = line.text.strip()
+        st = self.open.get(key)
+        self._fed += 1
+        if self._fed % 256 == 0 and self.open:
+            self._expire(line.number)
+        if stripped.endswith(_TB_START):
+            self._start(key, line, stripped[: -len(_TB_START)].rstrip(" ,"), st)
+            return True
+        if st is None:
+            return self._outside(key, line, stripped)
+        st.last_seen = line.number
+        if st.state == "frames":
+            self._in_frames(st, key, line, stripped)
+        elif st.state == "after":
+            return self._after(st, key, line, stripped)
+        elif not (stripped.startswith((_CAUSE, _CONTEXT)) or not stripped):
+            self._finish(key, complete=True)
+            return self._outside(key, line, stripped)
+        return True
+
+    def _start(
+        self, key: tuple[str, bool], line: Line, head: str, st: OpenTraceback | None
+    ) -> None:
+        if st is not None and st.state == "sep" and not head:
+            st.state, st.start, st.last_seen, st.blank = "frames", line.number, line.number, False
+            return
+        notice = None
+        if st is not None:
+            if st.state == "after" and head and self._continues(st, line, head):
+                st.exc_lines.append(head)  # V0: "<message>, Traceback (most recent ...)"
+                head = ""
+            if st.state == "after" and st.kind == "notice":
+                notice = st.close_link()
+                st.links.pop()
+                del self.open[key]
+            else:
+                self._finish(key, complete=st.state != "frames")
+        error = False
+        if not head:
+            # the line right above in this stream; for a raw traceback, also a logged one
+            # (Python's logging writes the traceback below its record without a prefix)
+            alt = (key[0], True)
+            seen, head = self.last_text.get(key, (0, ""))
+            if not key[1] and self.last_text.get(alt, (0, ""))[0] > seen:
+                key_above = alt
+                seen, head = self.last_text[alt]
+            else:
+                key_above = key
+            if seen < line.number - HEADER_WINDOW:
+                head = ""  # not the line right above: the reader skipped what was between
+            # the error it states: only the record right above (a gap of one line: the
+            # indented tail of a multi-line message)
+            near = seen >= line.number - 2
+            error = bool(head) and near and self.last_error.get(key_above, False)
+        self.open[key] = OpenTraceback(
+            head, line.level, line.number, line.number, line.record, notice=notice
+        )
+        self.open[key].header_error = error
+        self.open[key].header_line = seen if error else 0
+
+    def _outside(self, key: tuple[str, bool], line: Line, stripped: str) -> bool:
+        """A line of a stream with no open traceback: orphan frames, a headless
+        exception line, V0's notice, or plain text."""
+        if len(self.orphans) > MAX_STREAMS:
+            self.orphans.clear()
+            self.traceish.clear()
+            self.last_text.clear()
+            self.last_error.clear()
+            self.above.clear()
+            self.piece.clear()
+            self.orphan_start.clear()
+        frame = self._frame_of(key, line, stripped)
+        if frame is not None:
+            if not self.orphans.get(key):
+                self.orphan_start[key] = line.number
+                seen, text = self.last_text.get(key, (0, ""))
+                if seen == line.number - 1 and self.last_error.get(key, False):
+                    self.above[key] = (seen, text)
+            self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(frame)
+            self.traceish[key] = line.number
+            return False
+        if _ARROW.match(stripped):
+            self.traceish[key] = line.number  # IPython's arrow at a source line
+            return False
+        indented = line.text[:1] in (" ", "\t")
+        if indented and self.traceish.get(key, -9) < line.number - 2:
+            m = _EXC.match(stripped)
+            if m and m["msg"] and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1]):
+                # an exception line a paste indented (a quote block), with no frame near
+                self._headless(key, line, m["type"], m["msg"], False, "exception")
+                return True
+        if not stripped or indented or stripped[:1] in "^~":
+            if stripped:
+                self.traceish[key] = line.number  # source line or carets under it
+            return False
+        near = self.traceish.get(key, -9) >= line.number - 2
+        m = _EXC.match(stripped)
+        if m and (m["msg"] is not None or near) and _exception_like(m["type"], near):
+            self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
+            return True
+        u = _UNHANDLED.match(stripped)
+        if u:  # the relaying process names the task that failed: read it as Ray's relay
+            self._headless(key, line, "ray.exceptions.RayTaskError", u["msg"], near, "exception")
+            return True
+        n = _NOTICE.match(stripped)
+        if n:
+            self._headless(key, line, "", n["msg"], near, "notice")
+            return True
+        self._orphaned(key)
+        self.last_text[key] = (line.number, stripped)
+        # an error record, or raw output (what Python's excepthook and print write)
+        self.last_error[key] = is_error_record(line) or (line.level is None and not line.record)
+        return False
+
+    def _orphaned(self, key: tuple[str, bool]) -> None:
+        """The stream's orphan frames end without an exception line: when an error
+        message was right above them, they are its traceback, cut (headless); otherwise,
+        two frames or more, a traceback cut at both ends (an error quoted apart from its
+        frames may own them)."""
+        frames = self.orphans.pop(key, None)
+        above = self.above.pop(key, None)
+        start = self.orphan_start.pop(key, 0)
+        if frames and above is None and len(frames) >= 2:
+            cut = Link("", "", tuple(frames), start, start, kind="cut")
+            last = self.traceish.get(key, start)
+            tb = Traceback(key[0], None, "", (cut,), False, start, max(last, start), True)
+            self._emit(tb)
+        if frames and above is not None:
+            n, text = above
+            cut = Link("", "", tuple(frames), n, n, kind="cut")
+            last = self.traceish.get(key, n)
+            self._emit(
+                Traceback(
+                    process=key[0],
+                    level=None,
+                    header=text,
+                    links=(cut,),
+                    complete=False,
+                    first_line=n,
+                    last_line=last,
+                    headless=True,
+                    header_error=True,
+                    header_line=n,
+                )
+            )
+
+    def _headless(
+        self, key: tuple[str, bool], line: Line, typ: str, msg: str, near: bool, kind: str
+    ) -> None:
+        self.above.pop(key, None)
+        frames = self.orphans.pop(key, None)
+        st = OpenTraceback("", line.level, line.number, line.number, line.record, headless=True)
+        if near and frames:
+            st.frames = frames
+        st.exc_type, st.exc_lines, st.exc_line, st.kind = typ, [msg], line.number, kind
+        st.state = "after"
+        self.open[key] = st
+        remote = _REMOTE.search(typ) or (typ.endswith("ActorDiedError") and _CREATION in msg)
+        if remote:
+            st.close_link()
+            st.relation, st.state = "remote", "frames"
+
+    def _frame_of(self, key: tuple[str, bool], line: Line, stripped: str) -> Frame | None:
+        """The frame ``stripped`` is, as Python, IPython or rich prints one (a path
+        piece the line above left is joined to it), or None."""
+        fm = _FRAME.match(stripped)
+        if fm:
+            return _frame(fm)
+        om = _OTHER_FRAME.match(stripped) if stripped[:1] in "FC/<" or ".py" in stripped else None
+        if om is None:
+            if _PATH_PIECE.match(stripped):
+                self.piece[key] = (line.number, stripped)
+            return None
+        if om["ifile"]:
+            return Frame(om["ifile"], int(om["iline"]), om["ifunc"])
+        if om["cell"]:
+            return Frame(f"<{om['cell']}>", int(om["cline"]), "<module>")
+        if om["ofile"]:
+            return Frame(om["ofile"], 0, om["ofunc"])
+        file = om["rfile"]
+        piece = self.piece.pop(key, None)
+        if piece is not None and piece[0] == line.number - 1:
+            file = piece[1] + file
+        return Frame(file, int(om["rline"]), om["rfunc"])
+
+    def _in_frames(
+        self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str
+    ) -> None:
+        text = line.text
+        frame = self._frame_of(key, line, stripped)
+        if frame is not None:  # indented, or a paste (a relaying prefix) that lost the indent
+            st.frames.append(frame)
+            return
+        if (
+            text[:1] in (" ", "\t")
+            or not stripped
+            or stripped.startswith(("[Previous line", "^"))
+            or _ARROW.match(stripped)
+        ):
+            return
+        m = _EXC.match(stripped)
+        if m is not None and m["msg"] is None and not _exception_like(m["type"], True):
+            m = None  # a source line that lost its indent (``x.update(self.args.)``)
+        if m is None:
+            st.noise += 1  # a stray line of the same stream; give up after a while
+            if st.noise > 50:
+                self._finish(key, complete=False)
+            return
+        st.exc_type, st.exc_line, st.kind = m["type"], line.number, "exception"
+        st.exc_lines = [m["msg"] or ""]
+        st.record = line.record
+        creation = m["type"].endswith("ActorDiedError") and _CREATION in (m["msg"] or "")
+        if _REMOTE.search(m["type"]) or creation:  # Ray prints the remote traceback below
+            st.close_link()
+            st.relation, st.start = "remote", line.number
+            return
+        st.state, st.blank = "after", False
+
+    def _continues(self, st: OpenTraceback, line: Line, stripped: str) -> bool:
+        """An unindented line that continues the exception's message: same record (raw
+        output, or the same vLLM log record), no blank line before it."""
+        short = st.exc_type.rsplit(".", 1)[-1]
+        return (
+            not st.blank
+            and line.record == st.record
+            and len(st.exc_lines) < MAX_MESSAGE_LINES
+            and _NEW.match(stripped) is None
+            # a line that names the exception again is another process relaying it
+            # (``Runner failed with exception: ModuleNotFoundError(..)``), not its message
+            and not (short and (f"{short}(" in stripped or f"{short}: " in stripped))
+        )
+
+    def _after(self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str) -> bool:
+        if not stripped:
+            st.blank = True
+            return True
+        if stripped.startswith((_CAUSE, _CONTEXT)):
+            st.close_link()
+            st.relation = "cause" if stripped.startswith(_CAUSE) else "context"
+            st.state = "sep"
+            return True
+        indented = line.text[:1] in (" ", "\t")
+        if st.blank and not st.gapped and not indented and _GAPPED.search(st.exc_type):
+            st.blank, st.gapped = False, True  # the rest of huggingface_hub's message
+        if stripped in ("...", "…"):
+            return True  # the paste's elision mark
+        if (indented and not st.blank) or (not indented and self._continues(st, line, stripped)):
+            if len(st.exc_lines) < MAX_MESSAGE_LINES:
+                st.exc_lines.append(stripped)
+            return True
+        self._finish(key, complete=True)
+        return self._outside(key, line, stripped)
+
+    def _finish(self, key: tuple[str, bool], *, complete: bool) -> None:
+        st = self.open.pop(key)
+        if st.state == "after":
+            st.close_link()
+        elif st.state == "frames":
+            complete = False  # the stream stopped before the exception line
+            if st.frames or not st.all_links():
+                st.exc_type, st.exc_lines, st.exc_line = "", [], st.last_seen
+                st.close_link("cut")
+        links = st.all_links()
+        if st.notice is not None and not any(k.kind == "exception" for k in links):
+            n = st.notice  # the traceback that would have typed it is cut: keep the text
+            self._emit(Traceback(key[0], st.level, "", (n,), True, n.exc_line, n.exc_line, True))
+        self._emit(
+            Traceback(
+                process=key[0],
+                level=st.level,
+                header=st.header,
+                links=links,
+                complete=complete,
+                first_line=links[0].start_line,
+                last_line=max(st.last_seen, links[-1].exc_line),
+                headless=st.headless,
+                dropped_links=st.dropped,
+                header_error=st.header_error,
+                header_line=st.header_line,
+            )
+        )
+
+    def _emit(self, tb: Traceback) -> None:
+        k = tb.key()
+        if k in self.seen:
+            return  # the same traceback again (logged, then printed by Python)
+        if len(self.done) >= MAX_TRACEBACKS:
+            self.dropped += 1
+            return
+        self.seen.add(k)
+        self.done.append(tb)
+
+    def _expire(self, now: int) -> None:
+        for key, st in list(self.open.items()):
+            idle = now - st.last_seen
+            if st.state == "frames" and idle > STALE_FRAMES:
+                self._finish(key, complete=False)
+            elif st.state != "frames" and idle > STALE_AFTER:
+                self._finish(key, complete=True)
+
+    def finish(self) -> list[Traceback]:
+        """Close whatever is still open (the log ended) and return every traceback."""
+        for key in list(self.open):
+            st = self.open[key]
+            self._finish(key, complete=st.state != "frames")
+        for key in list(self.orphans):
+            self._orphaned(key)
+        return self.done
+
+
+def _frame(m: re.Match[str]) -> Frame:
+    return Frame(m["file"], int(m["line"]), (m["func"] or "").strip())
+
+
+def _exception_like(typ: str, near: bool) -> bool:
+    """A headless line's first word names an exception: by its name, or because a frame
+    or source line of the same stream is right above it."""
+    short = typ.rsplit(".", 1)[-1]
+    if not short[:1].isupper() or not any(c.islower() for c in short):
+        return False  # class names are CamelCase: not INFO, NCCL, or a lower-case word
+    return near or _EXC_NAME.search(short) is not None

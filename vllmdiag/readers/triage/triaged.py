@@ -1,0 +1,135 @@
+"""What triage returns: frozen values (their JSON comes from :mod:`vllmdiag.codec`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from vllmdiag.readers.triage.blame import Origin
+from vllmdiag.readers.triage.deaths import Death
+from vllmdiag.readers.triage.relays import Relay
+
+#: How the root cause was read: a traceback with its header in view, an exception line
+#: without it, a line saying a process died, a wrapper's quote of the child's error, or a
+#: command line the program refused.
+EvidenceKind = Literal["traceback", "exception-line", "death-line", "wrapper-message", "cli-error"]
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """The original exception in the process that failed first (or the line saying it
+    died). ``origin`` says whose fault it is, who must act (see
+    :mod:`vllmdiag.readers.triage.blame`): ``vllm``, ``dependency`` (``package`` names it),
+    ``caller`` (``package`` names the framework), ``config``, ``environment``, ``tool``
+    (vllmdiag's own code: an error, never a verdict) or ``unknown``; ``why`` says why in
+    one line; ``raised_in`` is where the exception was raised (a package's name, or
+    ``script`` for the workload's own file), which need not be whose fault it is."""
+
+    type: str
+    message: str
+    process: str
+    signature: str
+    known: str | None
+    next_step: str | None
+    lines: tuple[int, int]  # the traceback's first line and its exception line
+    meaning: str | None = None
+    reason: str = ""
+    frames: tuple[str, ...] = ()  # the innermost frames, "file:line in func"
+    evidence: EvidenceKind = "traceback"
+    origin: Origin = "unknown"
+    package: str | None = None  # the package whose fault it is (torch, xinference, ...)
+    advice: str | None = None  # the catalogue's advice besides its next step
+    why: str = ""
+    raised_in: str | None = None
+
+    @property
+    def is_tool_error(self) -> bool:
+        """The failure lies in vllmdiag's own code: the cell is an ERROR, not a FAIL."""
+        return self.origin == "tool"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A traceback triage did not take as the root cause, and why."""
+
+    type: str
+    message: str
+    process: str
+    line: int
+    why: str
+
+
+@dataclass(frozen=True)
+class LogTriage:
+    path: str
+    root_cause: RootCause | None
+    wrappers: tuple[Skipped, ...]
+    tracebacks: int
+    note: str | None = None
+    benign: tuple[Skipped, ...] = ()
+    vllm_version: str | None = None
+    truncated: bool = False
+    lines: int = 0
+    outcome: str | None = None  # a vllmdiag cell's recorded outcome (pass, fail, ...)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Logs whose root causes are the same failure (same catalogue entry or signature)."""
+
+    signature: str
+    known: str | None
+    members: tuple[str, ...]
+    next_step: str | None
+    meaning: str | None = None
+    signatures: tuple[str, ...] = ()
+    #: whose fault it is, as the group's first log reads it
+    origin: str = "unknown"
+    package: str | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Unattributed:
+    """A log (or cell) in which no root cause was found, and what was found instead."""
+
+    member: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Attribution:
+    groups: tuple[Group, ...]
+    unattributed: tuple[Unattributed, ...] = ()
+    logs: tuple[LogTriage, ...] = ()
+    passed: tuple[str, ...] = ()  # cells of a run directory whose outcome is pass
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the reader saw besides tracebacks."""
+
+    vllm_version: str | None = None
+    ends_mid_line: bool = False
+    lines: int = 0
+    finished: str | None = None  # the benchmark's result line, when the run printed one
+    last_line: str = ""  # the log's last non-blank line (normalised)
+    cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
+    relay: Relay | None = None  # the first error a process around vLLM relays
+    deaths: tuple[Death, ...] = ()  # lines saying a process died, in log order
+    #: directories whose files are vllmdiag's own besides its package (the run directory)
+    tool_dirs: tuple[str, ...] = ()
+    wrapper: str | None = None  # a program the log shows building vLLM's command line
+    #: the line where vLLM's progress bar showed every prompt done (the work was over)
+    completed_at: int | None = None
+    #: a framework driving vLLM that the log shows (a frame of its code in any traceback)
+    framework: str | None = None
+    #: the log links a vLLM pull request or commit (the change an argument error is about)
+    vllm_change: bool = False
+    #: what pip listed as the conflict under its refusal, and whose it is (rule, why)
+    pip_causes: str = ""
+    pip_blame: tuple[str, str] | None = None
