@@ -389,3 +389,46 @@ def test_a_cluster_managers_own_death_report_is_the_death_line(
 def test_a_cluster_managers_error_line_is_no_refused_command_line(tmp_path: Path) -> None:
     rc = _log(tmp_path, "srun: error: Unable to create step for job 12: Job/step already done\n")
     assert rc is None or rc.evidence != "cli-error"
+
+
+def test_an_older_rays_actor_death_without_an_account_is_still_the_actors(
+    tmp_path: Path,
+) -> None:
+    rc = _cause(
+        tmp_path,
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.\n"
+        "\tclass_name: RayWorkerVllm\n\tactor_id: 7f3e\n\tpid: 5150\n",
+    )
+    assert (rc.type, rc.evidence, rc.process) == ("", "death-line", "RayWorkerVllm pid=5150")
+    assert rc.message == "The actor died unexpectedly before finishing this task."
+    rc = _cause(
+        tmp_path,
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.\n",
+    )
+    assert (rc.type, rc.process) == ("ray.exceptions.RayActorError", "main")
+
+
+def test_a_finalizers_ignored_exception_is_no_root_cause(tmp_path: Path) -> None:
+    assert (
+        _log(
+            tmp_path,
+            "Exception ignored in: <function Pool.__del__ at 0x7f00>\n"
+            "Traceback (most recent call last):\n"
+            '  File "/usr/lib/python3.10/multiprocessing/pool.py", line 268, in __del__\n'
+            "AttributeError: 'NoneType' object has no attribute 'util'\n",
+        )
+        is None
+    )
+
+
+def test_hydras_announcement_above_a_cut_traceback_is_no_error(tmp_path: Path) -> None:
+    assert (
+        _log(
+            tmp_path,
+            "Error executing job with overrides: ['trainer.n_gpus_per_node=8']\n"
+            "Traceback (most recent call last):\n"
+            '  File "/root/verl/verl/trainer/main_ppo.py", line 40, in main\n'
+            "    run_ppo(config)\n",
+        )
+        is None
+    )

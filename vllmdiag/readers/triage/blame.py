@@ -412,7 +412,7 @@ def _by_rule(rule: str, why: str | None, frames: list[Frame], seen: Seen) -> Bla
     text = why or {
         "vllm": "a defect in vLLM's code",
         "config": "vLLM refused the user's settings",
-        "environment": "the machine the engine ran on",
+        "environment": "the machine the engine ran on and what is installed there",
         "unknown": "the message does not say whose it is",
         "dependency": f"a defect in {package or 'a library vLLM uses'}",
         "caller": "the code driving vLLM used it wrongly",

@@ -30,6 +30,7 @@ _STOCK = re.compile(
     r"|An? (?:error|exception) (?:occurred|was raised|happened)[^:]*|Traceback.*)[.:!]?$"
     r"|:$"
     r"|(?:\.{3}|…)$"  # a progress or launcher's prompt (``checking the log for Error...``)
+    r"|^Error executing job with overrides:"  # hydra's announcement (verl, NeMo)
 )
 #: Words an error statement has (``No module named ..``, ``Timed out after ..``, ``.. is
 #: only supported ..``); a logger's context line (``OpenAI async completion``) has none.

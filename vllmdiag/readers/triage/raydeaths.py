@@ -14,7 +14,8 @@ When an actor's process dies, the process that waited on it receives
 The exception is the receiver's (a driver relaying the loss); the failure is the actor's
 death, which Ray describes in its last sentences: the root cause is that report, of the
 process ``WorkerDict pid=87687`` (the class's own name and the pid Ray gives), read as a
-death line. An actor that died because its creation task raised carries that task's
+death line (an older Ray gives no account: its first sentence is the death line then,
+where the actor is named). An actor that died because its creation task raised carries that task's
 traceback instead (read as a Ray task error's remote traceback, not here).
 """
 
@@ -30,6 +31,7 @@ _REPORT = re.compile(
     r".*|The actor never ran - it was cancelled before it started running.*)$"
 )
 _CLASS = re.compile(r"class_name: (?P<cls>[\w.<>]+)")
+_UNEXPECTED = re.compile(r"The actor died unexpectedly before finishing this task\.")
 _PID = re.compile(r"\bpid: (?P<pid>\d+)")
 
 
@@ -45,10 +47,17 @@ def actor_death(typ: str, message: str) -> ActorDeath | None:
     if not _DIED.search(typ):
         return None
     report = _REPORT.search(message)
-    if report is None:
-        return None
     cls = _CLASS.search(message)
-    name = cls["cls"].rsplit(".", 1)[-1] if cls else "actor"
     pid = _PID.search(message)
+    if report is None:
+        # no account of why (an older Ray): still the named actor's death, in Ray's
+        # first sentence; without the actor named, the receiver's exception stays
+        first = _UNEXPECTED.match(message)
+        if first is None or cls is None or pid is None:
+            return None
+        text = first.group()
+    else:
+        text = report["report"].strip()
+    name = cls["cls"].rsplit(".", 1)[-1] if cls else "actor"
     process = f"{name} pid={pid['pid']}" if pid else name
-    return ActorDeath(process, report["report"].strip())
+    return ActorDeath(process, text)

@@ -45,10 +45,13 @@ WRAPPER = re.compile(
     r"|^RuntimeError: Executor failed"
 )
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
-#: one request): a root cause only when nothing else is.
+#: one request; a server's request that failed; exit handlers and a task nobody
+#: awaited at shutdown): a root cause only when nothing else is.
 HANDLED = re.compile(
     r"Failed to load plugin|Error in (?:chat completion|completion|preprocessing)"
     r"|Error in loading|Failed to (?:import|register)"
+    r"|Exception in ASGI application|Error in atexit\._run_exitfuncs"
+    r"|Task exception was never retrieved"
 )
 SECONDARY = frozenset(
     {
@@ -94,6 +97,8 @@ def _benign_reason(tb: Traceback, cat: Catalogue, version: str | None) -> str | 
         return f"logged at {tb.level} level: the process went on"
     if tb.header.startswith("Exception in thread"):
         return f"uncaught in a background thread ({tb.header.rstrip(':')}): the process went on"
+    if tb.header.startswith("Exception ignored in"):
+        return f"Python ignored it ({tb.header[:80]}): a finalizer's error, the process went on"
     return None
 
 
