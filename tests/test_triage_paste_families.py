@@ -432,3 +432,27 @@ def test_hydras_announcement_above_a_cut_traceback_is_no_error(tmp_path: Path) -
         )
         is None
     )
+
+
+def test_a_vllm_plugins_checkout_is_that_plugin_and_its_device_oom_the_machines(
+    tmp_path: Path,
+) -> None:
+    assert classify("/vllm-workspace/vllm-ascend/vllm_ascend/worker/worker_v1.py") == (
+        "dependency",
+        "vllm_ascend",
+    )
+    rc = _cause(
+        tmp_path,
+        "(EngineCore_DP0 pid=200) ERROR 03-01 10:00:05 [core.py:700] Traceback (most recent "
+        "call last):\n"
+        '(EngineCore_DP0 pid=200) ERROR 03-01 10:00:05 [core.py:700]   File "/vllm-workspace/'
+        'vllm-ascend/vllm_ascend/worker/worker_v1.py", line 180, in determine_available_memory\n'
+        "(EngineCore_DP0 pid=200) ERROR 03-01 10:00:05 [core.py:700]     torch.npu.synchronize()\n"
+        "(EngineCore_DP0 pid=200) ERROR 03-01 10:00:05 [core.py:700] RuntimeError: NPU out of "
+        "memory. Tried to allocate 2.00 GiB (NPU 0; 60.97 GiB total capacity)\n",
+    )
+    assert (rc.raised_in, rc.known, rc.origin) == (
+        "vllm_ascend",
+        "cuda-out-of-memory",
+        "environment",
+    )
