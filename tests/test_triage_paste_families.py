@@ -456,3 +456,26 @@ def test_a_vllm_plugins_checkout_is_that_plugin_and_its_device_oom_the_machines(
         "cuda-out-of-memory",
         "environment",
     )
+
+
+def test_an_exception_groups_sub_exception_is_the_root_cause(tmp_path: Path) -> None:
+    rc = _cause(
+        tmp_path,
+        "ERROR:    Exception in ASGI application\n"
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/usr/local/lib/python3.12/site-packages/anyio/_backends/_asyncio.py", '
+        "line 772, in __aexit__\n"
+        "  |     raise BaseExceptionGroup(\n"
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | Traceback (most recent call last):\n"
+        '    |   File "/usr/local/lib/python3.12/site-packages/vllm/entrypoints/openai/'
+        'serving_chat.py", line 300, in create_chat_completion\n'
+        "    |     raise ValueError(msg)\n"
+        "    | ValueError: This model's maximum context length is 4096 tokens. However, you "
+        "requested 5000 tokens (1000 in the messages, 4000 in the completion).\n"
+        "    +------------------------------------\n",
+    )
+    assert (rc.type, rc.evidence, rc.raised_in) == ("ValueError", "traceback", "vllm")
+    assert rc.message.startswith("This model's maximum context length is 4096 tokens.")
+    assert (rc.known, rc.origin) == ("request-longer-than-context", "config")

@@ -234,6 +234,17 @@ def _normalise(raw: str, number: int) -> Line:
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")
     if px.FENCE.match(text):  # a markdown code fence around the paste: no text of the log
         return Line(number, MAIN, None, "", None)
+    if "|" in text[:16] or "+" in text[:8]:  # an exception group: its gutters are no text
+        head = px.GROUP_HEAD.match(text)
+        if head:
+            return Line(number, MAIN, None, head[1], None)
+        if px.GROUP_RULE.match(text):
+            return Line(number, MAIN, None, "", None)
+        gutter = px.GROUP_GUTTER.match(text)
+        if gutter and "|" in gutter.group():
+            text = text[gutter.end() :]
+            if text.startswith("File "):
+                text = "  " + text  # a frame keeps the indent Python gives it
     if "─" in text:  # rich's box: its top border holds the traceback header
         top = px.RICH_TOP.match(text)
         if top:

@@ -19,6 +19,11 @@ BARE_SGR = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m ?")
 
 QUOTE = re.compile(r"^> ?(?=\S|  )")  # a markdown quote
 FENCE = re.compile(r"^\s*(?:> ?)?(?:```|~~~)[\w+-]*\s*$")  # a markdown code fence
+#: Python's exception-group gutters (``  | ``, ``  +-+---- 1 ----``, ``  +------``) and
+#: its group header (``  + Exception Group Traceback (most recent call last):``).
+GROUP_GUTTER = re.compile(r"^\s*(?:\| ?)+")
+GROUP_RULE = re.compile(r"^\s*\+[-+]*(?: ?-+ ?\d+ ?-+| ?\.\.\. ?.*)?-*\s*$")
+GROUP_HEAD = re.compile(r"^\s*\+ (Exception Group Traceback \(most recent call last\):)\s*$")
 #: Markdown emphasis or inline code a paste wrapped a line in (``**TypeError: ..**``,
 #: ```ValueError: ..```), or glued in front of it (``****(EngineCore_DP0 pid=1) ..``).
 MARKUP = re.compile(r"^(?:\*{1,4}|`{1,3})(?=[A-Za-z(\[])")

@@ -43,6 +43,7 @@ WRAPPER = re.compile(
     r"|ActorDiedError: The actor died because of an error raised in its creation task"
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
     r"|^RuntimeError: Executor failed"
+    r"|^(?:[\w.]*\.)?(?:Base)?ExceptionGroup: "  # its sub-exceptions follow
 )
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
 #: one request; a server's request that failed; exit handlers and a task nobody
