@@ -12,7 +12,9 @@ Where the thread names another party than the paste shows (the hand reading blam
 a party the paste gives a sign of, see ``docs/blame.md``), an entry records it under
 ``thread_blame`` (``caller``, ``caller:ray``, or a mapping with ``blame`` and
 ``blame_package``; ``thread_blame_package`` may name the package apart); agreement with
-it is counted apart, over the entries that have one. An entry with neither a root cause
+it is counted apart, over the entries that have one. A package agrees however the
+project is spelt (its module, distribution or repository name: ``lm_eval`` is
+``lm-evaluation-harness``). An entry with neither a root cause
 read by hand nor ``unknowable`` (a corpus read for blame only) is not counted for root
 causes.
 
@@ -116,11 +118,13 @@ def thread_blame_wrong(
 
 
 def _differs(got: tuple[str, str | None] | None, want: Any, pkg: Any) -> str | None:
+    from vllmdiag.readers.triage.callers import same_project
+
     if got is None or want is None:
         return None
     if got[0] != want:
         return f"blame {got[0]!r} != {want!r}"
-    if want in ("dependency", "caller") and pkg and (got[1] or "").lower() != str(pkg).lower():
+    if want in ("dependency", "caller") and pkg and not same_project(got[1] or "", str(pkg)):
         return f"blame package {got[1]!r} != {pkg!r}"
     return None
 

@@ -107,3 +107,10 @@ def test_the_scorer_reads_a_corpus_read_for_blame_only_and_the_threads_blame() -
     assert fs.thread_blame_wrong({"thread_blame": "config"}, got, True) == (
         "blame 'caller' != 'config'"
     )
+
+
+def test_a_package_agrees_however_the_project_is_spelt() -> None:
+    assert fs._differs(("caller", "lm_eval"), "caller", "lm-evaluation-harness") is None
+    assert fs._differs(("caller", "llamafactory"), "caller", "LLaMA-Factory") is None
+    assert fs._differs(("dependency", "cutlass"), "dependency", "nvidia-cutlass-dsl") is None
+    assert fs._differs(("caller", "verl"), "caller", "trl") == "blame package 'verl' != 'trl'"

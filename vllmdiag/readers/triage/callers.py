@@ -111,6 +111,58 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "bespokelabs",
     }
 )
+#: The other names a project goes by (its distribution, its repository), by the name
+#: triage gives it (its package's, as a frame's path shows it): one party, however a
+#: reader spells it.
+PROJECT_NAMES: dict[str, frozenset[str]] = {
+    "lm_eval": frozenset({"lm-eval", "lm-evaluation-harness"}),
+    "llamafactory": frozenset({"llama-factory", "llamafactory"}),
+    "swift": frozenset({"ms-swift"}),
+    "dynamo": frozenset({"ai-dynamo", "dynamo-run"}),
+    "cosmos_rl": frozenset({"cosmos-rl"}),
+    "skyrl_train": frozenset({"skyrl", "skyrl-train"}),
+    "realhf": frozenset({"areal"}),
+    "lmms_eval": frozenset({"lmms-eval"}),
+    "nemo_rl": frozenset({"nemo-rl"}),
+    "open_instruct": frozenset({"open-instruct"}),
+    "prime_rl": frozenset({"prime-rl"}),
+    "open_r1": frozenset({"open-r1"}),
+    "agentlightning": frozenset({"agent-lightning"}),
+    "xinference": frozenset({"inference"}),
+    "ray": frozenset({"ray-llm", "ray-serve"}),
+    # the libraries vLLM uses, by their import name
+    "cutlass": frozenset({"nvidia-cutlass-dsl", "cutlass-dsl"}),
+    "flashinfer": frozenset({"flashinfer-python"}),
+    "torch": frozenset({"pytorch"}),
+    "cupy_backends": frozenset({"cupy", "cupy-cuda12x"}),
+    "huggingface_hub": frozenset({"huggingface-hub", "hf-hub"}),
+    "pydantic_core": frozenset({"pydantic"}),
+    "flash_attn": frozenset({"flash-attn", "flash-attention"}),
+    "vllm_flash_attn": frozenset({"vllm-flash-attn"}),
+    "deep_gemm": frozenset({"deepgemm", "deep-gemm"}),
+    "sgl_kernel": frozenset({"sgl-kernel"}),
+    "mistral_common": frozenset({"mistral-common"}),
+    "compressed_tensors": frozenset({"compressed-tensors"}),
+}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name.strip().lower())
+
+
+def same_project(a: str, b: str) -> bool:
+    """``a`` and ``b`` name the same project (``lm_eval``, ``lm-eval`` and
+    ``lm-evaluation-harness``; case and ``-_.`` aside)."""
+    ka, kb = _key(a), _key(b)
+    if ka == kb:
+        return True
+    for module, others in PROJECT_NAMES.items():
+        names = {_key(module)} | {_key(o) for o in others}
+        if ka in names and kb in names:
+            return True
+    return False
+
+
 #: Folders a project keeps its runnable scripts in: a script under ``<project>/demo/``
 #: is that project's (GLM-4's ``basic_demo/glm_server.py``), not the user's own.
 _SCRIPT_DIRS = frozenset(
