@@ -8,6 +8,16 @@ must act; and its ``package`` for dependency and caller, where the hand reading 
 one) equals the entry's ``blame`` (``blame_package``); an unknowable entry agrees when
 triage blames no one (``unknown``).
 
+Where the thread names another party than the paste shows (the hand reading blames only
+a party the paste gives a sign of, see ``docs/blame.md``), an entry records it under
+``thread_blame`` (``caller``, ``caller:ray``, or a mapping with ``blame`` and
+``blame_package``; ``thread_blame_package`` may name the package apart); agreement with
+it is counted apart, over the entries that have one. A package agrees however the
+project is spelt (its module, distribution or repository name: ``lm_eval`` is
+``lm-evaluation-harness``). An entry with neither a root cause
+read by hand nor ``unknowable`` (a corpus read for blame only) is not counted for root
+causes.
+
 Run over the CLI's own JSON, one ``vllmdiag triage --json`` per log::
 
     python tests/support/field_score.py [CORPUS_DIR ...]    # default: fixtures/logs/field2
@@ -18,7 +28,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,16 +82,56 @@ def blame_wrong(
     entry: Mapping[str, Any], triage: Mapping[str, Any], states_blame: bool
 ) -> str | None:
     """Why the stated blame differs from the hand reading (None: agrees or not stated)."""
-    got = blame_of(triage, states_blame)
     want = entry.get("blame", entry.get("origin"))  # field/: origin is the hand reading
+    # field/ and blame/ name the package ``package``; the later corpora ``blame_package``
+    pkg = entry.get("blame_package", entry.get("package"))
+    return _differs(blame_of(triage, states_blame), want, pkg)
+
+
+def thread_blame(entry: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """(blame, package) the thread names, where the entry records one: ``caller``,
+    ``caller:ray`` or ``caller (ray)``, or a mapping with ``blame`` (or ``origin``) and
+    ``blame_package`` (or ``package``); ``thread_blame_package`` names it apart."""
+    value = entry.get("thread_blame")
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        kind = value.get("blame", value.get("origin"))
+        pkg = value.get("blame_package", value.get("package"))
+    else:
+        text = str(value).strip()
+        kind, _, pkg = text.replace("(", ":").rstrip(")").partition(":")
+        kind, pkg = kind.strip(), pkg.strip() or None
+    pkg = entry.get("thread_blame_package", pkg)
+    return (str(kind), str(pkg) if pkg else None) if kind else None
+
+
+def thread_blame_wrong(
+    entry: Mapping[str, Any], triage: Mapping[str, Any], states_blame: bool
+) -> str | None:
+    """Why the stated blame differs from the thread's (None: agrees, or no thread blame
+    or no stated blame)."""
+    want = thread_blame(entry)
+    if want is None:
+        return None
+    return _differs(blame_of(triage, states_blame), want[0], want[1])
+
+
+def _differs(got: tuple[str, str | None] | None, want: Any, pkg: Any) -> str | None:
+    from vllmdiag.readers.triage.callers import same_project
+
     if got is None or want is None:
         return None
     if got[0] != want:
         return f"blame {got[0]!r} != {want!r}"
-    pkg = entry.get("blame_package")
-    if want in ("dependency", "caller") and pkg and (got[1] or "").lower() != pkg.lower():
+    if want in ("dependency", "caller") and pkg and not same_project(got[1] or "", str(pkg)):
         return f"blame package {got[1]!r} != {pkg!r}"
     return None
+
+
+def reads_root_cause(entry: Mapping[str, Any]) -> bool:
+    """The entry holds a root cause read by hand (or says none can be known)."""
+    return bool(entry.get("unknowable")) or "message" in entry
 
 
 @dataclass
@@ -93,15 +143,28 @@ class Score:
     blamed: int  # entries whose triage states a blame
     blame_agree: int
     blame_misses: list[tuple[str, str]]
+    #: entries with a ``thread_blame`` whose triage states a blame, and how many agree
+    thread_blamed: int = 0
+    thread_agree: int = 0
+    thread_misses: list[tuple[str, str]] = field(default_factory=list)
+    #: entries read for blame only (no root cause read by hand): not in ``total``
+    blame_only: int = 0
 
     def lines(self) -> list[str]:
-        out = [f"{self.corpus}: root cause right for {self.right} of {self.total}"]
+        only = f" ({self.blame_only} read for blame only)" if self.blame_only else ""
+        out = [f"{self.corpus}: root cause right for {self.right} of {self.total}{only}"]
         out += [f"  miss {f}: {why}" for f, why in self.misses]
         if self.blamed:
             out.append(f"{self.corpus}: blame agrees for {self.blame_agree} of {self.blamed}")
             out += [f"  blame miss {f}: {why}" for f, why in self.blame_misses]
         else:
             out.append(f"{self.corpus}: triage states no blame (origin only)")
+        if self.thread_blamed:
+            out.append(
+                f"{self.corpus}: thread blame agrees for {self.thread_agree} of "
+                f"{self.thread_blamed}"
+            )
+            out += [f"  thread blame miss {f}: {why}" for f, why in self.thread_misses]
         return out
 
 
@@ -109,28 +172,42 @@ def score(corpus: Path, triage_of: Callable[[Path], Mapping[str, Any]]) -> Score
     truth = load_truth(corpus)
     misses: list[tuple[str, str]] = []
     blame_misses: list[tuple[str, str]] = []
-    blamed = 0
+    thread_misses: list[tuple[str, str]] = []
+    blamed = thread_blamed = 0
     results = [(entry, triage_of(corpus / entry["file"])) for entry in truth]
     states_blame = any("why" in (t.get("root_cause") or {}) for _, t in results)
+    read = [e for e in truth if reads_root_cause(e)]
     for entry, t in results:
-        wrong = root_cause_wrong(entry, t)
-        if entry.get("expected_miss"):
-            misses.append((entry["file"], f"expected: {entry['expected_miss']}"))
-        elif wrong:
-            misses.append((entry["file"], "; ".join(wrong)))
-        if blame_of(t, states_blame) is not None and ("blame" in entry or "origin" in entry):
+        if reads_root_cause(entry):
+            wrong = root_cause_wrong(entry, t)
+            if entry.get("expected_miss"):
+                misses.append((entry["file"], f"expected: {entry['expected_miss']}"))
+            elif wrong:
+                misses.append((entry["file"], "; ".join(wrong)))
+        if blame_of(t, states_blame) is None:
+            continue
+        if "blame" in entry or "origin" in entry:
             blamed += 1
             why = blame_wrong(entry, t, states_blame)
             if why:
                 blame_misses.append((entry["file"], why))
+        if thread_blame(entry) is not None:
+            thread_blamed += 1
+            why = thread_blame_wrong(entry, t, states_blame)
+            if why:
+                thread_misses.append((entry["file"], why))
     return Score(
         corpus.name,
-        len(truth),
-        len(truth) - len(misses),
+        len(read),
+        len(read) - len(misses),
         misses,
         blamed,
         blamed - len(blame_misses),
         blame_misses,
+        thread_blamed,
+        thread_blamed - len(thread_misses),
+        thread_misses,
+        len(truth) - len(read),
     )
 
 

@@ -95,9 +95,23 @@ def test_a_framework_passing_a_removed_keyword_goes_to_the_framework(tmp_path: P
     assert "### 🐛 Describe the bug" not in report.body
 
 
-def test_a_users_own_script_calling_vllm_wrongly_is_no_upstream_bug(tmp_path: Path) -> None:
-    """GLM-4's demo server script passes worker_use_ray (zai-org/GLM-4#712)."""
+def test_a_projects_demo_script_calling_vllm_wrongly_goes_to_that_project(
+    tmp_path: Path,
+) -> None:
+    """GLM-4's demo server script passes worker_use_ray (zai-org/GLM-4#712): the script
+    lies in GLM-4's checkout (``GLM-4/basic_demo/``), so the issue goes to GLM-4."""
     run = _with_log(tmp_path, FIXTURES / "logs/blame/glm4_712_worker_use_ray_script.log")
+    t = _draft(run).target
+    assert (t.project, t.kind) == ("glm-4", TargetKind.CALLER)
+    assert "GLM-4 drives vLLM" in t.reason and "glm_server.py" in t.reason
+
+
+def test_a_users_own_script_calling_vllm_wrongly_is_no_upstream_bug(tmp_path: Path) -> None:
+    """The same failure from a script of the user's own (no project's scripts folder)."""
+    real = FIXTURES / "logs/blame/glm4_712_worker_use_ray_script.log"
+    log = tmp_path / "own.log"
+    log.write_text(real.read_text().replace("/root/autodl-tmp/data/GLM-4/basic_demo/", "/root/"))
+    run = _with_log(tmp_path, log)
     t = _draft(run).target
     assert (t.project, t.kind) == ("", TargetKind.NOT_A_BUG)
     assert "glm_server.py" in t.reason and "fix the script" in t.reason

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import field_score as fs
 import pytest
 from ruamel.yaml import YAML
 from typer.testing import CliRunner
@@ -84,3 +85,32 @@ def test_triage_prints_whose_fault_and_why_in_text_and_json() -> None:
     assert data["why"].startswith("openrlhf called vLLM")
     table = CliRunner().invoke(app, ["triage", str(FIXTURES_KV)])
     assert table.exit_code == 0 and "known, whose" in table.stdout and "config" in table.stdout
+
+
+def test_the_scorer_reads_a_corpus_read_for_blame_only_and_the_threads_blame() -> None:
+    score = fs.score(HERE / "blame", fs.library_triage)
+    assert (score.total, score.blame_only) == (0, len(BLAME))
+    assert (score.blame_agree, score.blamed) == (len(BLAME), len(BLAME)), score.lines()
+    assert fs.thread_blame({"thread_blame": "caller:ray"}) == ("caller", "ray")
+    assert fs.thread_blame({"thread_blame": "caller (ray)"}) == ("caller", "ray")
+    assert fs.thread_blame({"thread_blame": "environment"}) == ("environment", None)
+    assert fs.thread_blame({"thread_blame": {"blame": "caller", "blame_package": "trl"}}) == (
+        "caller",
+        "trl",
+    )
+    assert fs.thread_blame({"thread_blame": "caller", "thread_blame_package": "verl"}) == (
+        "caller",
+        "verl",
+    )
+    got = {"root_cause": {"origin": "caller", "package": "Ray", "why": "w"}}
+    assert fs.thread_blame_wrong({"thread_blame": "caller:ray"}, got, True) is None
+    assert fs.thread_blame_wrong({"thread_blame": "config"}, got, True) == (
+        "blame 'caller' != 'config'"
+    )
+
+
+def test_a_package_agrees_however_the_project_is_spelt() -> None:
+    assert fs._differs(("caller", "lm_eval"), "caller", "lm-evaluation-harness") is None
+    assert fs._differs(("caller", "llamafactory"), "caller", "LLaMA-Factory") is None
+    assert fs._differs(("dependency", "cutlass"), "dependency", "nvidia-cutlass-dsl") is None
+    assert fs._differs(("caller", "verl"), "caller", "trl") == "blame package 'verl' != 'trl'"

@@ -279,17 +279,45 @@ def test_torchs_attribute_lookup_blames_the_code_that_asked(tmp_path: Path) -> N
     assert (rc.origin, rc.package) == ("vllm", "vllm")
 
 
-def test_torchs_lookup_alone_in_view_says_unknown(tmp_path: Path) -> None:
-    rc = _triage(
-        tmp_path,
+def test_torchs_lookup_alone_in_view_blames_vllm_for_its_own_layer_else_no_one(
+    tmp_path: Path,
+) -> None:
+    """torch's ``Module.__getattr__`` raises for the subclass asked: a vLLM layer that
+    lacks an attribute was asked by vLLM's code (the asker's frame is cut); another
+    module's class says nothing of who asked."""
+    log = (
         "ERROR 05-26 00:17:47 [engine.py:448]     input_scale=layer.input_scale,\n"
         'ERROR 05-26 00:17:47 [engine.py:448]   File "/usr/local/lib/python3.12/dist-packages/'
         'torch/nn/modules/module.py", line 1928, in __getattr__\n'
         "ERROR 05-26 00:17:47 [engine.py:448]     raise AttributeError(\n"
         "ERROR 05-26 00:17:47 [engine.py:448] AttributeError: 'ColumnParallelLinear' object has"
-        " no attribute 'input_scale'. Did you mean: 'input_size'?\n",
+        " no attribute 'input_scale'. Did you mean: 'input_size'?\n"
     )
+    rc = _triage(tmp_path, log)
+    assert (rc.origin, rc.raised_in) == ("vllm", "torch")
+    assert "ColumnParallelLinear" in rc.why
+    rc = _triage(tmp_path, log.replace("ColumnParallelLinear", "MyHead"))
     assert (rc.origin, rc.raised_in) == ("unknown", "torch")
+
+
+def test_another_librarys_lookup_refusing_vllm_is_the_installed_pair(tmp_path: Path) -> None:
+    """transformers' tokenizer ``__getattr__`` refuses an attribute its release dropped,
+    which vLLM reads (Qwen3-VL#2058's shape): the installed versions do not go
+    together."""
+    p = "(APIServer pid=75487) "
+    rc = _triage(
+        tmp_path,
+        f"{p}Traceback (most recent call last):\n"
+        f'{p}  File "/env/lib/python3.11/site-packages/vllm/transformers_utils/tokenizer.py",'
+        " line 99, in get_cached_tokenizer\n"
+        f"{p}    tokenizer.special_map)\n"
+        f'{p}  File "/env/lib/python3.11/site-packages/transformers/tokenization_utils_base.py"'
+        ", line 1293, in __getattr__\n"
+        f'{p}    raise AttributeError(f"{{self.__class__.__name__}} has no attribute {{key}}")\n'
+        f"{p}AttributeError: Qwen2Tokenizer has no attribute special_map\n",
+    )
+    assert (rc.origin, rc.raised_in) == ("environment", "transformers")
+    assert "vLLM asked transformers" in rc.why
 
 
 _BAR = (
@@ -333,8 +361,9 @@ def test_a_validation_error_an_actor_framework_relays_names_no_passer(tmp_path: 
     )
     rc = _triage(tmp_path, relay)
     assert rc.type.endswith("ValidationError") and rc.known == "transformers-unknown-model-type"
-    # the catalogue's rule decides; without one, the relaying REST process is not the passer
-    assert rc.origin == "config"
+    # the catalogue's rule decides (an installed transformers older than the checkpoint:
+    # the environment); without one, the relaying REST process is not the passer
+    assert rc.origin == "environment"
     rc = _triage(
         tmp_path,
         relay.replace(

@@ -64,11 +64,18 @@ def test_the_readme_keeps_the_held_out_figures_as_scored_once() -> None:
     assert "scored once before any change" in text
 
 
-def test_the_readme_states_the_figures_after_the_readers_as_measured() -> None:
+#: The figures as measured now, after the readers and the blame rules of docs/blame.md
+#: (no longer held-out figures). A change that loses one fails here; one that wins one
+#: updates this.
+NOW = ((35, 35), (35, 35))
+
+
+def test_the_figures_after_the_readers_are_as_measured_and_no_lower_than_the_readmes() -> None:
     score = fs.score(FIELD3, fs.library_triage)
+    assert ((score.right, score.total), (score.blame_agree, score.blamed)) == NOW, score.lines()
     root, blame = _readme_after()
-    assert root == (score.right, score.total), score.lines()
-    assert blame == (score.blame_agree, score.blamed), score.lines()
+    assert root[1] == score.total and root[0] <= score.right, score.lines()
+    assert blame[1] == score.blamed and blame[0] <= score.blame_agree, score.lines()
     assert root[0] >= HELD_OUT[0][0] and blame[0] >= HELD_OUT[1][0]
 
 

@@ -63,9 +63,10 @@ def test_chained_exception_names_the_known_link() -> None:
     assert rc.meaning is not None and "gemma4" in rc.meaning
     assert rc.process == "main"  # docker timestamps stripped, no process tag
     # the frames under docker's timestamps keep their indentation: raised in transformers;
-    # whose it is: the stack chosen is older than the model (0.18 has no gemma4 at all)
+    # whose it is: the installed stack is older than the model (0.18 has no gemma4 at
+    # all), which docs/blame.md counts as the environment's
     assert rc.raised_in == "transformers"
-    assert (rc.origin, rc.package) == ("config", None)
+    assert (rc.origin, rc.package) == ("environment", None)
     assert "newer stack" in rc.why
 
 

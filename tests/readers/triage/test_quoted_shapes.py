@@ -101,10 +101,13 @@ def test_pips_resolver_refusing_an_install_is_the_root_cause(tmp_path: Path) -> 
         "dependency-resolution/#dealing-with-dependency-conflicts\n",
     )
     assert rc.type == "" and rc.evidence == "exception-line"
-    assert rc.message == (
+    assert rc.message.startswith(
         "Cannot install vllm==0.5.4 and torch==2.5.1 because these package versions have "
-        "conflicting dependencies."
+        "conflicting dependencies. The conflict is caused by: "
     )
+    assert "The user requested torch==2.5.1; vllm 0.5.4 depends on torch==2.4.0" in rc.message
+    # a pin the user asked for against what vLLM declares: the stack being installed
+    assert (rc.origin, rc.package) == ("environment", None)
 
 
 def test_a_failure_that_quotes_the_exceptions_repr_is_read_as_that_exception(

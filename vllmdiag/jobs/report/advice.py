@@ -19,7 +19,7 @@ def paragraph(case: Case) -> str:
     why = cause.why if cause is not None and cause.why else "whose fault triage could not say"
     kind = {
         "config": "the user's own settings",
-        "environment": "the machine the engine ran on",
+        "environment": "the machine the engine ran on and what is installed there",
         "caller": "the workload's own script",
     }.get(cause.origin if cause is not None else "", "the run's own setup")
     out = [

@@ -12,6 +12,7 @@ from typing import BinaryIO
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.readers.triage.attribution import attribute, labelled_logs, log_files
 from vllmdiag.readers.triage.blame import ORIGINS, Origin
+from vllmdiag.readers.triage.callers import frameworks_seen
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.lines import normalise
 from vllmdiag.readers.triage.reader import scan
@@ -87,6 +88,10 @@ def triage_file(
         tool_dirs=tuple(tool_dirs),
         wrapper=watch.wrapper,
         completed_at=watch.completed,
+        framework=frameworks_seen(tracebacks),
+        vllm_change=watch.vllm_change,
+        pip_causes=watch.pip.summary(),
+        pip_blame=watch.pip.blame(),
     )
     triage = choose(tracebacks, cat, ev, str(path))
     if info.notes:  # how the log was read: a UTF-16 capture, a truncated gzip, ...
