@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import field_score as fs
 import pytest
 from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
+from tests.support import field_score as fs
 from tests.support.paths import FIXTURES
 from vllmdiag import codec
 from vllmdiag.cli.app import app

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import REPO
 from vllmdiag.readers.triage import Catalogue, RootCause, triage_file
 
-ROOT = Path(__file__).parent.parent
+ROOT = REPO
 SITE = "/usr/local/lib/python3.12/site-packages"
 
 
