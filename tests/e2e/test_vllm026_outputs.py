@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from tests.support.paths import FIXTURES
 from vllmdiag.cli.app import app
+from vllmdiag.model.decide import decide
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.shape import ShapeAsked, WorkloadShape, shape_problem
-from vllmdiag.model.verdict import ArmInfo, decide
+from vllmdiag.model.verdict import ArmInfo
 from vllmdiag.readers.fingerprint import fingerprint_diff, fingerprint_file
 from vllmdiag.readers.fingerprint.startup import dominant
 from vllmdiag.readers.traces.cxxnames import is_signature

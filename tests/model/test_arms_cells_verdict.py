@@ -8,11 +8,12 @@ import pytest
 from pydantic import ValidationError
 
 from vllmdiag.model.arms import Arm, ArmKind, Flag
+from vllmdiag.model.decide import decide
 from vllmdiag.model.fingerprint import Fingerprint
 from vllmdiag.model.inert import ArmEvidence, inert_reason
 from vllmdiag.model.outcome import CellResult, Outcome
 from vllmdiag.model.recipe import Recipe
-from vllmdiag.model.verdict import ArmInfo, Effect, MetricInfo, decide
+from vllmdiag.model.verdict import ArmInfo, Effect, MetricInfo
 from vllmdiag.plan import cells as plan
 from vllmdiag.services.envs.spec import LegSpec
 

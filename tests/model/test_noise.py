@@ -10,9 +10,10 @@ import statistics
 
 import pytest
 
+from vllmdiag.model.decide import decide
 from vllmdiag.model.noise import FLOOR, NoiseEstimate, SpreadGroup, estimate, relative_spread
 from vllmdiag.model.outcome import CellResult, Outcome
-from vllmdiag.model.verdict import ArmInfo, Effect, MetricInfo, decide
+from vllmdiag.model.verdict import ArmInfo, Effect, MetricInfo
 
 
 def test_relative_spread_is_max_over_min_minus_one() -> None:

@@ -83,9 +83,7 @@ def test_blame_agrees_with_the_hand_reading_as_measured() -> None:
     score = fs.score(fs.FIELD2, fs.library_triage)
     assert (score.blame_agree, score.blamed) == BLAME_NOW, score.lines()
     assert score.blame_agree >= 0.9 * score.blamed
-    m = re.search(
-        r"agrees with the hand reading for\s+(\d+) of (\d+)\s+held-out", _on_field2()
-    )
+    m = re.search(r"agrees with the hand reading for\s+(\d+) of (\d+)\s+held-out", _on_field2())
     assert m is not None, "README states the held-out blame agreement"
     assert int(m[2]) == score.blamed and int(m[1]) <= score.blame_agree, score.lines()
 
