@@ -8,17 +8,33 @@ it and stay fast; ``VLLMDIAG_TEST_UV_CACHE`` names another place.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-UV_CACHE = Path(
-    os.environ.get("VLLMDIAG_TEST_UV_CACHE")
-    or Path(tempfile.gettempdir()) / f"vllmdiag-test-uv-cache-{os.getuid()}"
-)
+from tests.support import checkout
+from tests.support.paths import REPO, UV_CACHE
+
+_CHECKOUT = pytest.StashKey[set[str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_CHECKOUT] = checkout.files(REPO)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A suite that left something in the checkout fails, naming what it left."""
+    before = session.config.stash.get(_CHECKOUT, None)
+    if before is None or hasattr(session.config, "workerinput"):
+        return
+    left = checkout.left_behind(REPO, before)
+    if left:
+        shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"\nerror: the tests left this in the checkout: {shown}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from vllmdiag.version import __version__ as __version__
 
 #: Public name → the module that defines it (``module:attr`` where the names differ: a
 #: package's name cannot also name a function here).

@@ -5,7 +5,7 @@ checks are the invariants the CPU suite cannot fake: a real run's noise estimate
 named with its source, an A/A pair is reported as measured noise, same-settings batches
 are pooled (never "superseded"), and both the verdict and the tables regenerate from the
 run directories alone. The run directories are kept under ``VLLMDIAG_DEVICE_OUT``
-(``study``, ``aa``) and the CPU tests (``tests/test_vllm026_outputs.py``) regenerate
+(``study``, ``aa``) and the CPU tests (``tests/e2e/test_vllm026_outputs.py``) regenerate
 their tables and verdicts from them.
 
     VLLMDIAG_VLLM_PYTHON=/opt/torch/.venv/bin/python3 VLLMDIAG_VLLM_PYTHON_2=/tmp/v025/bin/python \\

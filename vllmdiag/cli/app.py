@@ -6,7 +6,6 @@ import sys
 
 import typer
 
-from vllmdiag import __version__
 from vllmdiag.cli import (
     arms_cmd,
     bisect_cmd,
@@ -15,7 +14,7 @@ from vllmdiag.cli import (
     fingerprint_cmd,
     leg_cmd,
     matrix_cmd,
-    profile_cmd,
+    profile_run_cmd,
     report_cmd,
     study_cmd,
     triage_cmd,
@@ -23,6 +22,7 @@ from vllmdiag.cli import (
 )
 from vllmdiag.cli.helpfmt import TidyGroup
 from vllmdiag.cli.output import emit_json, report_error, set_json_mode, stderr
+from vllmdiag.version import __version__
 
 app = typer.Typer(
     name="vllmdiag",
@@ -57,7 +57,7 @@ arms_cmd.register(app)
 leg_cmd.register(app)
 window_cmd.register(app)
 bisect_cmd.register(app)
-profile_cmd.register(app)
+profile_run_cmd.register(app)
 triage_cmd.register(app)
 fingerprint_cmd.register(app)
 doctor_cmd.register(app)

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from vllmdiag import codec
 from vllmdiag.cli import profile_render as show
-from vllmdiag.cli.forms import FormGroup, ResumeDirForm
+from vllmdiag.cli.forms import FormGroup
 from vllmdiag.cli.output import JsonOption, emit_json, human, user_errors, warn_lines
 from vllmdiag.cli.run_opts import AllowContaminatedOption, RunsRootOption, WaitOption
 from vllmdiag.cli.values import path_value
@@ -238,13 +238,3 @@ def _new_out(out: Path) -> None:
                 where=str(out),
                 hint="choose another --out, or leave it out for a new one",
             )
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``vllmdiag profile`` to the app (``profile RECIPE`` is its hidden ``run``)."""
-    from vllmdiag.cli.profile_run_cmd import run_cmd
-
-    profile_app.command(
-        "run", hidden=True, cls=ResumeDirForm, context_settings={"allow_extra_args": False}
-    )(run_cmd)
-    app.add_typer(profile_app, name="profile")

@@ -13,8 +13,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from vllmdiag.cli import profile_render as show
+from vllmdiag.cli.forms import ResumeDirForm
 from vllmdiag.cli.output import JsonOption, human, user_errors, warn_lines
-from vllmdiag.cli.profile_cmd import CaptureOpt, StepsOpt, TopOpt, WarmupOpt, finish
+from vllmdiag.cli.profile_cmd import (
+    CaptureOpt,
+    StepsOpt,
+    TopOpt,
+    WarmupOpt,
+    finish,
+    profile_app,
+)
 from vllmdiag.cli.run_opts import (
     AllowContaminatedOption,
     GraceOption,
@@ -130,3 +138,11 @@ def _sides_args(req: ProfileRequest) -> list[str]:
 
 def _split(values: list[str]) -> tuple[str, ...]:
     return tuple(p for v in values for p in v.split(",") if p)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``vllmdiag profile`` to the app (``profile RECIPE`` is its hidden ``run``)."""
+    profile_app.command(
+        "run", hidden=True, cls=ResumeDirForm, context_settings={"allow_extra_args": False}
+    )(run_cmd)
+    app.add_typer(profile_app, name="profile")

@@ -1,4 +1,5 @@
-"""The verdict: pure functions from cell results to what each arm showed.
+"""The verdict's values, and the pass/fail rule: what each arm showed.
+(:func:`vllmdiag.model.decide.decide` picks the pass/fail or the metric rule.)
 
 Pass/fail matrices: an arm is *sufficient* if it flips every workload the baseline fails,
 *partial* if some, *ruled out* if none, *error* if its cells gave no usable result
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 
 from vllmdiag.model.noise import Drift, NoiseEstimate
@@ -105,38 +106,6 @@ class Verdict:
     noise: dict[str, NoiseEstimate] = field(default_factory=dict)
     #: Metric matrices whose baseline was measured four times or more: early vs late.
     drift: dict[str, Drift] = field(default_factory=dict)
-
-
-def decide(
-    arms: Sequence[ArmInfo],
-    workloads: Sequence[str],
-    results: Sequence[CellResult],
-    *,
-    metrics: Mapping[str, MetricInfo] | None = None,
-    target: str | None = None,
-    inert: Mapping[str, str] | None = None,
-) -> Verdict:
-    """The verdict over ``results``. ``metrics`` (workload → primary metric) makes it a
-    metric matrix; ``inert`` maps arm names to why they did not take effect. Cells that
-    were never run (``skipped``, an interrupted run) make the verdict partial: their arms
-    are *not run*, never *error*, and nothing is concluded from their absence."""
-    by: dict[tuple[str, str], list[CellResult]] = {}
-    for r in results:
-        by.setdefault((r.arm, r.workload), []).append(r)
-    skipped = sum(r.outcome is Outcome.SKIPPED for r in results)
-    if metrics:
-        from vllmdiag.model.metric_verdict import decide_metric
-
-        verdict = decide_metric(arms, workloads, by, metrics, target, inert or {})
-    else:
-        verdict = _decide_pass_fail(arms, workloads, by, inert or {})
-    if not skipped:
-        return verdict
-    head = (
-        f"Partial run: {skipped} of {len(results)} cells were not run (the run was "
-        "interrupted; resume it to finish)."
-    )
-    return replace(verdict, partial=True, summary=f"{head} {verdict.summary}")
 
 
 def not_run(states: Mapping[str, Square], workloads: Sequence[str]) -> bool:

@@ -3,7 +3,7 @@
 A length flag vLLM accepts can still be one the chosen dataset ignores, and vLLM only
 says so in a warning, or not at all. Read from vLLM 0.18, 0.25, 0.26 and 0.29's own
 source (``vllm/benchmarks/{throughput,latency,serve}.py`` and the datasets module,
-pinned by ``tests/test_vllm_contract.py``):
+pinned by ``tests/e2e/test_vllm_contract.py``):
 
 - ``bench throughput``: ``--dataset-name`` defaults to ``sharegpt``; with neither
   ``--dataset-path`` nor ``--dataset``, every dataset but ``prefix_repetition`` is

@@ -27,7 +27,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllmdiag import __version__
 from vllmdiag.adapters.cluster.wire import LOST, ErrorInfo, LegOutcome, NodeInfo, Poll
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.plan.workloads import BenchDialect
@@ -39,6 +38,7 @@ from vllmdiag.services.paths import cache_root
 from vllmdiag.spine.runner.executor import CellRun, CellTask, LocalExecutor
 from vllmdiag.spine.runner.hangdump import HANG_DIR
 from vllmdiag.spine.runner.vllm_cli import bench_dialect
+from vllmdiag.version import __version__
 
 #: Variables Ray sets for its own workers; a cell sees the node as a local run would.
 _RAY_ONLY = ("RAY_", "SPT_NOENV")

@@ -20,7 +20,6 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from vllmdiag import __version__
 from vllmdiag.adapters.cluster.node_runner import NodeRunner, task_for_node
 from vllmdiag.adapters.cluster.ray_node import CHUNK, RayNode
 from vllmdiag.adapters.cluster.wire import LOST, NodeInfo, Poll
@@ -28,6 +27,7 @@ from vllmdiag.errors import ConfigError, ProcessError, RunDirError, VllmdiagErro
 from vllmdiag.spine.runner.executor import CellRun, CellTask, NodeLost, Spawned, Tick
 from vllmdiag.spine.runner.hangdump import HANG_DIR
 from vllmdiag.spine.runner.slots import check_gpu_count
+from vllmdiag.version import __version__
 
 INSTALL = "pip install 'vllmdiag[ray]'"
 #: How often a running cell's log is copied from its node (seconds); its end is heard of

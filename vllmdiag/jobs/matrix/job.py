@@ -13,11 +13,11 @@ from pathlib import Path
 
 from vllmdiag.events import Observer, ignore
 from vllmdiag.jobs.matrix.matrix_plan import plan_matrix
+from vllmdiag.jobs.matrix.report import MatrixReport
 from vllmdiag.jobs.matrix.summary import write_summaries
-from vllmdiag.model.outcome import CellResult
+from vllmdiag.model.decide import decide
 from vllmdiag.model.recipe import Recipe
-from vllmdiag.model.stack import EnvRecord
-from vllmdiag.model.verdict import MetricInfo, Verdict, decide
+from vllmdiag.model.verdict import MetricInfo, Verdict
 from vllmdiag.plan import arm_infos, expand
 from vllmdiag.spine.measuring import measuring
 from vllmdiag.spine.runner import CellsJob, CellsReport, RunOptions, run_cells
@@ -33,28 +33,6 @@ class MatrixOptions:
     out: Path | None = None
     resume: Path | None = None
     run: RunOptions = field(default_factory=RunOptions)
-
-
-@dataclass(frozen=True)
-class MatrixReport:
-    """A matrix run: every cell's result, the legs, the verdict. ``stopped_by``: the
-    signal that interrupted it, if one did."""
-
-    recipe: str
-    question: str
-    source: str | None
-    workloads: tuple[str, ...]
-    run_dir: Path
-    cells: tuple[CellResult, ...]
-    envs: dict[str, EnvRecord]
-    verdict: Verdict
-    interrupted: bool = False
-    stopped_by: str | None = None
-
-    @property
-    def cells_run(self) -> int:
-        """Cells that produced a result (pass, fail or timeout), this run or reused."""
-        return sum(r.outcome.is_result for r in self.cells)
 
 
 def run_matrix(

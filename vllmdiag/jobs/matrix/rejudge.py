@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from vllmdiag.jobs.matrix.job import MatrixReport
+from vllmdiag.jobs.matrix.report import MatrixReport
 from vllmdiag.jobs.matrix.summary import write_summaries
+from vllmdiag.model.decide import decide
 from vllmdiag.model.outcome import CellResult
 from vllmdiag.model.recipe import Recipe
 from vllmdiag.model.stack import EnvRecord
-from vllmdiag.model.verdict import MetricInfo, Verdict, decide
+from vllmdiag.model.verdict import MetricInfo, Verdict
 from vllmdiag.plan import arm_infos, expand
 from vllmdiag.plan.cells import arm_leg
 from vllmdiag.spine.rundir import RunDir, layout, require_manifest

@@ -8,8 +8,8 @@ first, controls last), one column per workload, and the effect.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
+from vllmdiag.jobs.matrix.report import MatrixReport
 from vllmdiag.model.noise import HOW_TO_MEASURE
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.model.recipe import Recipe
@@ -17,9 +17,6 @@ from vllmdiag.model.stack import cuda_build
 from vllmdiag.model.verdict import Square, Verdict
 from vllmdiag.readers.triage.blame import blame_text
 from vllmdiag.spine.rundir import RunDir, ended
-
-if TYPE_CHECKING:
-    from vllmdiag.jobs.matrix.job import MatrixReport
 
 
 def table_rows(verdict: Verdict, workloads: list[str] | tuple[str, ...]) -> list[list[str]]:

@@ -1,6 +1,6 @@
 """How to switch on vLLM's own torch profiler, read from the leg's own CLI.
 
-vLLM 0.18, 0.26 and 0.29 (their wheels' source, pinned by ``tests/test_vllm_contract.py``)
+vLLM 0.18, 0.26 and 0.29 (their wheels' source, pinned by ``tests/e2e/test_vllm_contract.py``)
 all take ``--profile`` on ``vllm bench throughput`` / ``latency`` and a
 ``--profiler-config`` JSON (``ProfilerConfig``: ``profiler``, ``torch_profiler_dir``,
 ``torch_profiler_with_stack``, ``delay_iterations``, ``max_iterations``,

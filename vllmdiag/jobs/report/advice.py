@@ -20,7 +20,7 @@ def paragraph(case: Case) -> str:
     why = cause.why if cause is not None and cause.why else "whose fault triage could not say"
     kind = {
         Origin.CONFIG: "the user's own settings",
-        Origin.ENVIRONMENT: "the machine the engine ran on",
+        Origin.ENVIRONMENT: "the machine the engine ran on and what is installed there",
         Origin.CALLER: "the workload's own script",
     }.get(cause.origin if cause is not None else Origin.UNKNOWN, "the run's own setup")
     out = [

@@ -94,7 +94,11 @@ def _by_origin(case: Case, versions: dict[str, str]) -> Target:
     frame = f" ({cause.frames[-1]})" if cause is not None and cause.frames else ""
     pins = case.fix.pins if case.fix is not None else ()
     if origin in (Origin.CONFIG, Origin.ENVIRONMENT):
-        whose = "the user's own settings" if origin is Origin.CONFIG else "the machine it ran on"
+        whose = (
+            "the user's own settings"
+            if origin is Origin.CONFIG
+            else "the machine it ran on (and what is installed there)"
+        )
         return Target(
             "",
             TargetKind.NOT_A_BUG,

@@ -10,6 +10,7 @@ from pathlib import Path
 from vllmdiag.errors import VllmdiagError
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.readers.triage.catalogue import Catalogue
+from vllmdiag.readers.triage.triage_log import triage_file
 from vllmdiag.readers.triage.triaged import Attribution, Group, LogTriage, Unattributed
 from vllmdiag.services.config.source import did_you_mean, kind_of, probe
 
@@ -130,8 +131,6 @@ def attribute(
     """Triage every log under ``paths`` and group them by root cause (``recorded``: what
     a run recorded of each cell, so that a cell it recorded as passed is listed as
     passed)."""
-    from vllmdiag.readers.triage import triage_file
-
     cat = catalogue or Catalogue.load()
     found = labelled_logs(paths)
     logs = [with_outcome(triage_file(f, cat), recorded(f) if recorded else None) for f, _ in found]

@@ -10,13 +10,39 @@ those lines are what is looked for here.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-#: Each wrapper by the text its own lines carry.
+_SITE = re.compile(r"(?:^|/)(?:site|dist)-packages/(?P<rest>.+)$", re.IGNORECASE)
+
+
+class _HasFile(Protocol):
+    @property
+    def file(self) -> str: ...
+
+
+class _HasFrames(Protocol):
+    @property
+    def frames(self) -> Sequence[_HasFile]: ...
+
+
+class HasLinks(Protocol):
+    @property
+    def links(self) -> Sequence[_HasFrames]: ...
+
+
+#: Each wrapper by the text its own lines carry: its name, or what only it puts in the
+#: command line it builds (ramalama mounts the model at ``/mnt/models/model.file``).
 WRAPPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ramalama", re.compile(r"\bramalama\b|\bRAMALAMA\b|ramalama_\w+", re.IGNORECASE)),
+    (
+        "ramalama",
+        re.compile(r"\bramalama\b|\bRAMALAMA\b|ramalama_\w+|/mnt/models/model\.file", re.I),
+    ),
 )
 #: Literals the log reader searches every block for, so those lines reach the watch.
-LITERALS: tuple[bytes, ...] = (b"amalama", b"AMALAMA")
+LITERALS: tuple[bytes, ...] = (b"amalama", b"AMALAMA", b"/mnt/models/model.file")
+#: The same, as lower-case text: a line holding one is asked which wrapper it shows.
+WRAPPER_HINTS: tuple[str, ...] = ("amalama", "/mnt/models/model.file")
 
 
 def wrapper_in(text: str) -> str | None:
@@ -52,8 +78,139 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "dynamo",
         "kserve",
         "ramalama",
+        # trainers and evaluators that run vLLM for rollouts or scoring
+        "cosmos_rl",
+        "tunix",
+        "skyrl_train",
+        "rllm",
+        "areal",
+        "roll",
+        "nemo_rl",
+        "slime",
+        "open_instruct",
+        "agentlightning",
+        "easysteer",
+        "evalscope",
+        "opencompass",
+        "distilabel",
+        "fastchat",
+        "lmms_engine",
+        "realhf",
+        "verifiers",
+        "prime_rl",
+        "nemo_skills",
+        "dspy",
+        "haystack",
+        "bentoml",
+        "openllm",
+        "guidellm",
+        "open_r1",
+        "marti",
+        "ragen",
+        "simple_evals",
+        "bespokelabs",
     }
 )
+#: The other names a project goes by (its distribution, its repository), by the name
+#: triage gives it (its package's, as a frame's path shows it): one party, however a
+#: reader spells it.
+PROJECT_NAMES: dict[str, frozenset[str]] = {
+    "lm_eval": frozenset({"lm-eval", "lm-evaluation-harness"}),
+    "llamafactory": frozenset({"llama-factory", "llamafactory"}),
+    "swift": frozenset({"ms-swift"}),
+    "dynamo": frozenset({"ai-dynamo", "dynamo-run"}),
+    "cosmos_rl": frozenset({"cosmos-rl"}),
+    "skyrl_train": frozenset({"skyrl", "skyrl-train"}),
+    "realhf": frozenset({"areal"}),
+    "lmms_eval": frozenset({"lmms-eval"}),
+    "nemo_rl": frozenset({"nemo-rl"}),
+    "open_instruct": frozenset({"open-instruct"}),
+    "prime_rl": frozenset({"prime-rl"}),
+    "open_r1": frozenset({"open-r1"}),
+    "agentlightning": frozenset({"agent-lightning"}),
+    "xinference": frozenset({"inference"}),
+    "ray": frozenset({"ray-llm", "ray-serve"}),
+    # the libraries vLLM uses, by their import name
+    "cutlass": frozenset({"nvidia-cutlass-dsl", "cutlass-dsl"}),
+    "flashinfer": frozenset({"flashinfer-python"}),
+    "torch": frozenset({"pytorch"}),
+    "cupy_backends": frozenset({"cupy", "cupy-cuda12x"}),
+    "huggingface_hub": frozenset({"huggingface-hub", "hf-hub"}),
+    "pydantic_core": frozenset({"pydantic"}),
+    "flash_attn": frozenset({"flash-attn", "flash-attention"}),
+    "vllm_flash_attn": frozenset({"vllm-flash-attn"}),
+    "deep_gemm": frozenset({"deepgemm", "deep-gemm"}),
+    "sgl_kernel": frozenset({"sgl-kernel"}),
+    "mistral_common": frozenset({"mistral-common"}),
+    "compressed_tensors": frozenset({"compressed-tensors"}),
+}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name.strip().lower())
+
+
+def same_project(a: str, b: str) -> bool:
+    """``a`` and ``b`` name the same project (``lm_eval``, ``lm-eval`` and
+    ``lm-evaluation-harness``; case and ``-_.`` aside)."""
+    ka, kb = _key(a), _key(b)
+    if ka == kb:
+        return True
+    for module, others in PROJECT_NAMES.items():
+        names = {_key(module)} | {_key(o) for o in others}
+        if ka in names and kb in names:
+            return True
+    return False
+
+
+#: Folders a project keeps its runnable scripts in: a script under ``<project>/demo/``
+#: is that project's (GLM-4's ``basic_demo/glm_server.py``), not the user's own.
+_SCRIPT_DIRS = frozenset(
+    {"demo", "demos", "basic_demo", "examples", "example", "scripts", "inference", "cookbook"}
+)
+#: Folder names that are a machine's, never a project's.
+_GENERIC = frozenset(
+    {
+        "home",
+        "root",
+        "users",
+        "tmp",
+        "temp",
+        "data",
+        "workspace",
+        "workspaces",
+        "work",
+        "code",
+        "src",
+        "app",
+        "apps",
+        "opt",
+        "mnt",
+        "content",
+        "projects",
+        "repos",
+        "git",
+        "srv",
+        "usr",
+        "local",
+        "share",
+    }
+)
+
+
+def project_of(path: str) -> str | None:
+    """The project whose checkout a script lies in, where its folder says so: the folder
+    above a scripts folder (``.../GLM-4/basic_demo/glm_server.py``: GLM-4), or None."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p][:-1]
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i].lower() in _SCRIPT_DIRS:
+            parent = parts[i - 1]
+            if parent.lower() in _GENERIC or parent.startswith((".", "~")):
+                return None
+            if i >= 2 and parts[i - 2].lower() in ("home", "users"):
+                return None  # a user's home folder, not a project
+            return parent
+    return None
 
 
 def framework_in(path: str) -> str | None:
@@ -64,3 +221,24 @@ def framework_in(path: str) -> str | None:
         if part in FRAMEWORKS:
             return part
     return None
+
+
+def frameworks_seen(tracebacks: Iterable[HasLinks]) -> str | None:
+    """The first framework driving vLLM whose code a frame of any traceback shows (an
+    installed package of one, or its checkout), or None."""
+    for tb in tracebacks:
+        for link in tb.links:
+            for frame in link.frames:
+                name = _framework_of(frame.file)
+                if name is not None:
+                    return name
+    return None
+
+
+def _framework_of(path: str) -> str | None:
+    p = path.replace("\\", "/")
+    site = _SITE.search(p)
+    if site:
+        top = site["rest"].split("/", 1)[0]
+        return top if top in FRAMEWORKS else None
+    return framework_in(p)

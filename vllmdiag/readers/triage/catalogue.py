@@ -36,6 +36,7 @@ _KEYS = {
     "arms",
     "blame",
     "why",
+    "raised_by",
 }
 #: Text a pattern is searched in is cut here (a message can be a page long).
 MAX_MATCH_TEXT = 4000
@@ -55,6 +56,9 @@ class Entry:
     #: whose fault it is (see :mod:`vllmdiag.readers.triage.blame`): ``frames`` leaves it to them
     blame: str = "frames"
     why: str = ""
+    #: a regex the innermost frame (``path:function``) must match: a check site of vLLM
+    #: whose message a paste may cut (``weight_utils.py:get_quant_config``)
+    raised_by: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ class Catalogue:
         raw: str,
         frames: Iterable[str] = (),
         values: Mapping[str, str] | None = None,
+        *,
+        raiser: str = "",
     ) -> Hit | None:
         files = tuple(frames)
         raw = raw[:MAX_MATCH_TEXT]
@@ -126,7 +132,11 @@ class Catalogue:
                             entry.frames.search(f) for f in files
                         ):
                             continue
-                        return _hit(entry, m, values)
+                        site = entry.raised_by.search(raiser) if entry.raised_by else None
+                        if entry.raised_by is not None and site is None:
+                            continue
+                        found = {**(values or {}), **(site.groupdict() if site else {})}
+                        return _hit(entry, m, found)
                 return None
             except RegexTimeout:
                 slow = self.entries[current]
@@ -226,6 +236,7 @@ def _entry(item: Any, where: str, path: Path) -> Entry:
             raise ConfigError(f"entry needs a non-empty string '{key}'", where=where)
     pattern = _regex(item["pattern"], where, "pattern")
     frames = _regex(item["frames"], where, "frames") if item.get("frames") else None
+    raised_by = _regex(item["raised_by"], where, "raised_by") if item.get("raised_by") else None
     arms = item.get("arms") or []
     if not isinstance(arms, list) or not all(isinstance(a, str) for a in arms):
         raise ConfigError("'arms' is a list of arm names", where=where)
@@ -240,8 +251,8 @@ def _entry(item: Any, where: str, path: Path) -> Entry:
         raise ConfigError(
             f"'blame' is not one of whose faults triage knows: {blame!r}",
             where=where,
-            hint="frames, vllm, config, environment, unknown, dependency:PACKAGE or "
-            "caller[:PACKAGE]",
+            hint="frames, vllm, config, environment, unknown, request, drift, placement, "
+            "dependency:PACKAGE or caller[:PACKAGE]",
         )
     return Entry(
         name=item["name"].strip(),
@@ -255,6 +266,7 @@ def _entry(item: Any, where: str, path: Path) -> Entry:
         advice=" ".join(advice.split()),
         blame=blame.strip(),
         why=" ".join(why.split()),
+        raised_by=raised_by,
     )
 
 

@@ -10,17 +10,19 @@ import re
 
 from vllmdiag.model.root_cause import Origin
 from vllmdiag.readers.triage import relays
-from vllmdiag.readers.triage.blame import decide
+from vllmdiag.readers.triage.blame import Seen, decide
 from vllmdiag.readers.triage.catalogue import Catalogue, Hit
 from vllmdiag.readers.triage.deaths import Death
+from vllmdiag.readers.triage.lines import without_neighbours
 from vllmdiag.readers.triage.origin import place_of
+from vllmdiag.readers.triage.raydeaths import ActorDeath
 from vllmdiag.readers.triage.signature import signature
 from vllmdiag.readers.triage.tracebacks import Link, Traceback
 from vllmdiag.readers.triage.triaged import Evidence, EvidenceKind, RootCause
 
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
-#: Lines a logger writes above a traceback that announce it without saying what failed:
-#: never a root cause by themselves.
+#: Lines a logger writes above a traceback that announce it without saying what failed,
+#: and progress lines (``Starting ...``): never a root cause by themselves.
 _STOCK = re.compile(
     r"^(?:Process [\w-]+|Exception in [\w .-]+|Error (?:in|executing|while|during) [^:]*"
     r"|(?:Unhandled|Uncaught) exception[^:]*|Task exception was never retrieved"
@@ -28,6 +30,8 @@ _STOCK = re.compile(
     r"|WorkerProc (?:hit an exception|failed to start)[^:]*"
     r"|An? (?:error|exception) (?:occurred|was raised|happened)[^:]*|Traceback.*)[.:!]?$"
     r"|:$"
+    r"|(?:\.{3}|…)$"  # a progress or launcher's prompt (``checking the log for Error...``)
+    r"|^Error executing job with overrides:"  # hydra's announcement (verl, NeMo)
 )
 #: Words an error statement has (``No module named ..``, ``Timed out after ..``, ``.. is
 #: only supported ..``); a logger's context line (``OpenAI async completion``) has none.
@@ -44,15 +48,30 @@ PYDANTIC_ERROR = relays.PYDANTIC_ERROR
 
 
 def hit(cat: Catalogue, link: Link, version: str | None) -> Hit | None:
-    return match(cat, link.type, link.message, [f.file for f in link.frames], version)
+    files = [f.file for f in link.frames]
+    return match(cat, link.type, link.message, files, version, [f.func for f in link.frames])
 
 
 def match(
-    cat: Catalogue, typ: str, message: str, files: list[str], version: str | None
+    cat: Catalogue,
+    typ: str,
+    message: str,
+    files: list[str],
+    version: str | None,
+    funcs: list[str] | None = None,
 ) -> Hit | None:
     values = {"vllm_version": version or "<version>"}
     raw = f"{typ}: {message}" if typ else message
-    return cat.match(signature(typ, message), raw, files, values)
+    raiser = _raiser(files, funcs or [])
+    return cat.match(signature(typ, message), raw, files, values, raiser=raiser)
+
+
+def _raiser(files: list[str], funcs: list[str]) -> str:
+    """The innermost frame as ``file:function`` (what a catalogue's ``raised_by`` reads)."""
+    if not files:
+        return ""
+    func = funcs[len(files) - 1] if len(funcs) >= len(files) else ""
+    return f"{files[-1].replace(chr(92), '/')}:{func}"
 
 
 def _cause(
@@ -67,20 +86,33 @@ def _cause(
     evidence: EvidenceKind,
     raised_in: str | None,
     files: list[str] | None = None,
+    funcs: list[str] | None = None,
     frames: tuple[str, ...] = (),
     where: tuple[str, str | None] | None = None,
     rule: tuple[str, str] | None = None,
+    context: str = "",
 ) -> RootCause:
-    h = match(cat, typ, message, files or [], ev.vllm_version)
+    message = without_neighbours(message)
+    h = match(cat, typ, message, files or [], ev.vllm_version, funcs or [])
+    if h is None and context.strip():  # what the relaying line says around the error
+        h = match(cat, "", context.strip(), files or [], ev.vllm_version, funcs or [])
     blame = decide(
         typ,
         message,
         files or [],
+        funcs=funcs or [],
         rule=rule[0] if rule else h.entry.blame if h else None,
         rule_why=rule[1] if rule else h.why if h else None,
         where=where,
         tool_dirs=ev.tool_dirs,
         wrapper=ev.wrapper,
+        seen=Seen(
+            wrapper=ev.wrapper,
+            framework=ev.framework,
+            vllm_version=ev.vllm_version,
+            vllm_change=ev.vllm_change,
+            tool_dirs=ev.tool_dirs,
+        ),
     )
     return RootCause(
         type=typ,
@@ -102,7 +134,16 @@ def _cause(
     )
 
 
-def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str) -> RootCause:
+def from_link(
+    tb: Traceback,
+    link: Link,
+    cat: Catalogue,
+    ev: Evidence,
+    label: str,
+    cut: Traceback | None = None,
+) -> RootCause:
+    """The root cause an exception link names. ``cut``: frames alone printed below an
+    exception line that has none (its own stack, the paste put apart)."""
     # a Ray task's remote traceback is read as headless when the task error was
     headless = tb.headless and (link is tb.links[0] or link.relation == "remote")
     if link.kind == "notice":
@@ -143,7 +184,14 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         )
     if label == "thread":
         why.append("only background-thread tracebacks found; taking the first")
-    place, package = place_of(link.frames, ev.tool_dirs)
+    frames = list(link.frames)
+    if not frames and cut is not None:
+        frames = [f for k in cut.links for f in k.frames]
+        why.append(
+            f"its frames are those printed below it (from line {cut.first_line}), cut before "
+            "their exception line"
+        )
+    place, package = place_of(frames, ev.tool_dirs)
     raised_in = _raised_in(place, package)
     if raised_in:
         why.append(f"raised in {_in_words(raised_in)}")
@@ -157,8 +205,9 @@ def from_link(tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: st
         reason="; ".join(why),
         evidence="exception-line" if headless or link.kind == "notice" else "traceback",
         raised_in=raised_in,
-        files=[f.file for f in link.frames],
-        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in link.frames[-3:]),
+        files=[f.file for f in frames],
+        funcs=[f.func for f in frames],
+        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
     )
 
 
@@ -199,13 +248,18 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
         evidence="exception-line" if tb.headless else "traceback",
         raised_in=raised_in,
         files=[f.file for f in frames],
+        funcs=[f.func for f in frames],
         frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
     )
 
 
-def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
+def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> RootCause:
+    """The error a line relays or quotes. ``cut``: a traceback of the log cut before its
+    exception line, whose frames are the quoted error's (the paste put the error's line
+    apart from its frames)."""
     r = ev.relay
     assert r is not None
+    frames = [f for k in cut.links for f in k.frames] if cut is not None and r.own else []
     body = r.type == PYDANTIC_ERROR or r.own  # the error's own line, not a relay of it
     why = (
         f"a pydantic validation error's own line (line {r.line}); its header line, which "
@@ -216,16 +270,34 @@ def from_relay(ev: Evidence, cat: Catalogue) -> RootCause:
         else f"the error {r.process} relays on line {r.line}, without a traceback: the "
         "failing process's own output is not in view"
     )
+    raised_in = None
+    if frames:
+        assert cut is not None
+        place, package = place_of(frames, ev.tool_dirs)
+        raised_in = _raised_in(place, package)
+        why += (
+            f"; its frames are those of the traceback cut before its exception line (line "
+            f"{cut.first_line})" + (f", raised in {_in_words(raised_in)}" if raised_in else "")
+        )
+    message = r.message
+    if r.pip and ev.pip_causes:
+        message += f" The conflict is caused by: {ev.pip_causes}"
+        why += "; pip's list of what conflicts follows it"
     return _cause(
         cat,
         ev,
         typ=r.type,
-        message=r.message,
+        message=message,
         process=r.process,
         lines=(r.line, r.line),
         reason=why,
         evidence="exception-line" if body else "wrapper-message",
-        raised_in=None,
+        raised_in=raised_in,
+        rule=ev.pip_blame if r.pip else None,
+        files=[f.file for f in frames],
+        funcs=[f.func for f in frames],
+        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
+        context=r.context,
     )
 
 
@@ -255,6 +327,27 @@ def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
         frames=tuple(f"{f.file}:{f.line}" for f in d.frames[:3]),
         where=where,
         rule=rule,
+    )
+
+
+def from_actor_death(
+    tb: Traceback, link: Link, died: ActorDeath, cat: Catalogue, ev: Evidence
+) -> RootCause:
+    why = (
+        f"Ray's account of the death of actor {died.process}, in the {link.short_type} that "
+        f"{tb.process} received (line {link.exc_line}): that exception only relays the "
+        "loss; the actor's own output is not in view"
+    )
+    return _cause(
+        cat,
+        ev,
+        typ="",
+        message=died.message,
+        process=died.process,
+        lines=(link.exc_line, link.exc_line),
+        reason=why,
+        evidence="death-line",
+        raised_in=None,
     )
 
 

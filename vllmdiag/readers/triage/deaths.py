@@ -52,6 +52,17 @@ def _raylet(m: re.Match[str], p: str) -> str:
     return "raylet"
 
 
+def _manager(m: re.Match[str], p: str) -> str:
+    """The cluster manager a report is from (its own name for the process it ended is
+    not in the line)."""
+    text = m.group()
+    if "heartbeats" in text:
+        return p if p != "main" else "raylet"
+    if "low on resource" in text:
+        return "kubelet"
+    return "slurmstepd"
+
+
 RULES: tuple[_Rule, ...] = (
     _Rule(
         re.compile(r"Worker proc (?P<proc>[\w-]+) died unexpectedly"),
@@ -107,6 +118,21 @@ RULES: tuple[_Rule, ...] = (
         "unknown",
         from_match=True,
     ),
+    # cluster managers' own reports: Slurm ending a job or step (its OOM, its limits), a
+    # Ray node that stopped answering, Kubernetes evicting a pod
+    _Rule(
+        re.compile(
+            r"Detected \d+ oom[_-]kill events? in \S+"
+            r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ DUE TO [A-Z ]+"
+            r"|(?:The node with node id: .{0,200}?)?has been marked dead because the detector "
+            r"has missed too many heartbeats"
+            r"|The node was low on resource: [\w-]+"
+        ),
+        "strong",
+        "unknown",
+        _manager,
+        from_match=True,
+    ),
     _Rule(re.compile(r"EngineCore encountered a fatal error"), "weak", "vllm"),
     _Rule(
         re.compile(
@@ -115,6 +141,7 @@ RULES: tuple[_Rule, ...] = (
             r"|oom-kill|OOMKilled|terminated by signal \d+|(?:terminated|killed) "
             r"(?:with|by) signal|\(core dumped\)|A worker died or was killed"
             r"|exit(?:ed with)? code:? -?(?:9|11|6|134|137|139)\b"
+            r"|^srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted)"
         ),
         "signal",
         "unknown",

@@ -75,6 +75,8 @@ def _tag(text: str) -> tuple[str, str] | None:
         proc = f"rank{p.group('rank')}"
     elif p.group("daemon"):
         proc = p.group("daemon")
+    elif p.group("ranks"):
+        proc = p.group("ranks").strip()
     else:
         proc = p.group("short")
     return proc, text[p.end() :]
@@ -96,7 +98,13 @@ def _peel(text: str) -> tuple[str, str]:
         box = px.BOX.match(text)
         if box:
             text = px.BOX_END.sub("", text[box.end() :])
+            if px.RICH_SOURCE.match(text):
+                text = "    " + text.lstrip("❱ ")  # rich's source line: indented, as Python's
             continue
+        if i == 0 and "│" in text and not text.lstrip().startswith("│"):
+            right = px.RIGHT_BORDER.match(text)  # a box line whose left border was cut
+            if right:
+                text = right["body"]
         m = px.CAPTURE.match(text)
         if m is None and text[:1] == " ":  # an indented paste: markdown, a quote
             m = px.CAPTURE.match(text.lstrip())
@@ -123,9 +131,65 @@ _TAG_ANYWHERE = re.compile(r"\([A-Za-z][\w-]*(?: \(\w+\)| rank=\d+)? pid=\d+(?:,
 def unglue(raw: str) -> list[str]:
     """A line whose line breaks a paste lost, back in its lines: where the same process
     tag recurs inside one line, each occurrence starts a line of its own
-    (``(APIServer pid=1)   File "..."(APIServer pid=1)     raise X``). A line naming a
-    tag once (a Ray task error's ``(pid=7, ip=..)``, a message quoting one) is left
-    whole."""
+    (``(APIServer pid=1)   File "..."(APIServer pid=1)     raise X``); a traceback
+    flattened into one line without tags is split at its header, its frames and its
+    exception line (see :func:`unflatten`). A line naming a tag once (a Ray task error's
+    ``(pid=7, ip=..)``, a message quoting one) is left whole."""
+    if 'File "' in raw and (raw.count('File "') > 1 or _TB_HEAD in raw):
+        return [line for part in _untag(raw) for line in unflatten(part)]
+    return _untag(raw)
+
+
+_TB_HEAD = "Traceback (most recent call last):"
+#: A frame in a flattened traceback: its ``File ".."`` line, then its source line.
+_FLAT_FRAME = re.compile(
+    r'^(?P<frame>File [“"][^"”]+[”"], line \d+(?:, in [^\s]+)?)\s*(?P<rest>.*)$'
+)
+_FLAT_SPLIT = re.compile(r'\s+(?=File [“"][^"”]+[”"], line \d+)')
+#: The exception line at the end of a flattened traceback (``... raise X( ValueError: ..``).
+_FLAT_EXC = re.compile(
+    r"(?:^|\s)(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)"
+    r"(?:\([\w.]+\))?: \S.*)$"
+)
+_CARETS = re.compile(r"\s*[~^]{3,}\s*")
+
+
+def unflatten(raw: str) -> list[str]:
+    """A traceback whose line breaks were lost, in one line (``Traceback (most recent
+    call last):   File "x.py", line 1, in f     g() ValueError: boom``), back in its
+    lines: the header, each frame and its source line (indented as Python prints
+    them), and the exception line. Text before the header stays a line of its own."""
+    head, sep, body = raw.partition(_TB_HEAD)
+    if not sep:
+        head, body = "", raw
+    pieces = _FLAT_SPLIT.split(body.strip())
+    if len(pieces) < 2 and not (sep and pieces and _FLAT_FRAME.match(pieces[0])):
+        return [raw]
+    out = [head.rstrip()] if head.strip() else []
+    if sep:
+        out.append(_TB_HEAD)
+    for i, piece in enumerate(pieces):
+        m = _FLAT_FRAME.match(piece)
+        if m is None:
+            if piece.strip():
+                out.append(piece.strip())
+            continue
+        out.append("  " + m["frame"])
+        rest = _CARETS.sub(" ", m["rest"]).strip()
+        if i == len(pieces) - 1:
+            exc = _FLAT_EXC.search(rest)
+            if exc is not None:
+                source = rest[: exc.start("exc")].strip()
+                if source:
+                    out.append("    " + source)
+                out.append(exc["exc"])
+                continue
+        if rest:
+            out.append("    " + rest)
+    return out
+
+
+def _untag(raw: str) -> list[str]:
     if raw.count(" pid=") < 2:
         return [raw]
     tags = list(_TAG_ANYWHERE.finditer(raw))
@@ -168,6 +232,25 @@ def _normalise(raw: str, number: int) -> Line:
     if "\x1b" not in raw and "^[" not in raw and _PLAIN.match(raw):
         return Line(number, MAIN, None, raw.rstrip().replace("\r", ""), None)
     text = strip_ansi(raw.rstrip("\r\n")).replace("\r", "")
+    if px.FENCE.match(text):  # a markdown code fence around the paste: no text of the log
+        return Line(number, MAIN, None, "", None)
+    if "|" in text[:16] or "+" in text[:8]:  # an exception group: its gutters are no text
+        head = px.GROUP_HEAD.match(text)
+        if head:
+            return Line(number, MAIN, None, head[1], None)
+        if px.GROUP_RULE.match(text):
+            return Line(number, MAIN, None, "", None)
+        gutter = px.GROUP_GUTTER.match(text)
+        if gutter and "|" in gutter.group():
+            text = text[gutter.end() :]
+            if text.startswith("File "):
+                text = "  " + text  # a frame keeps the indent Python gives it
+    if "─" in text:  # rich's box: its top border holds the traceback header
+        top = px.RICH_TOP.match(text)
+        if top:
+            return Line(number, MAIN, None, top[1] + ":", None)
+        if px.RICH_BOTTOM.match(text):
+            return Line(number, MAIN, None, "", None)
     if "repeated" in text:
         text = px.REPEATED.sub("", text)
     process, text = _peel(text)
@@ -193,3 +276,26 @@ def _normalise(raw: str, number: int) -> Line:
             if tagged and process == MAIN:
                 process, text = tagged
     return Line(number, process, level, text.rstrip(), record)
+
+
+#: Where a message runs into its neighbour: the next log record glued on (a paste that
+#: lost the line break: vLLM's ``INFO 01-02 12:00:00 [core.py:1]``, a process tag and
+#: record, a capture timestamp), or a deduplicator's note (``[repeated 3x across
+#: cluster]``, ``(repeated 2 times)``, Ray's one-time note on deduplication).
+_NEIGHBOUR = re.compile(
+    r"\s+(?:\([A-Za-z_][\w:.()-]* pid=\d+[^)]*\)\s*)?"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+    r"|\s+\([A-Za-z_][\w:.-]* pid=\d+[^)]*\)\s+(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b"
+    r"|\s+\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.,]\d+(?:Z|[+-]\d{2}:?\d{2})?\s"
+    r"|\s*[\[(](?:message |this message was |last message )?repeated \d+(?:x| (?:more )?times?)"
+    r"(?: across cluster)?[\])]"
+    r"|\s*\(Ray deduplicates logs by default\."
+)
+
+
+def without_neighbours(message: str) -> str:
+    """``message`` cut where the next record or a deduplicator's note was glued to it."""
+    if len(message) < 8:
+        return message
+    m = _NEIGHBOUR.search(message, 1)
+    return message[: m.start()].rstrip() if m else message

@@ -27,6 +27,9 @@ TOOL_PACKAGE = "vllmdiag"
 _SITE = re.compile(r"(?:^|/)(?:site|dist)-packages/(?P<rest>.+)$", re.IGNORECASE)
 _DRIVE = re.compile(r"^[A-Za-z]:/")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
+_ELIDED = re.compile(r"^(?:\.{3,}|…|\*+)$")
+#: The package of a vLLM plugin (vllm_ascend, vllm_omni, vllm_gaudi, ...), as a folder.
+_PLUGIN = re.compile(r"^vllm_[a-z]\w*$")
 _STDLIB = re.compile(r"(?:^|/)lib(?:64)?/python\d(?:\.\d+)?t?/|(?:^|/)Lib/")
 
 
@@ -68,10 +71,15 @@ def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, st
     if _STDLIB.search(p):
         return None, None
     parts = [x for x in p.split("/") if x]
+    while len(parts) > 1 and _ELIDED.match(parts[0]):
+        parts = parts[1:]  # a head the paste elided (``.../triton/jit.py``, ``***/x``)
+        p = "/".join(parts)
     dirs = parts[:-1]
     for i, part in enumerate(dirs):
         if part == "vllm" and i + 1 < len(dirs):  # a checkout: .../vllm/vllm/engine/x.py
             return "vllm", "vllm"
+        if _PLUGIN.match(part):  # a vLLM platform plugin's checkout: .../vllm_ascend/x.py
+            return "dependency", part
     relative = not p.startswith("/") and not _DRIVE.match(p)
     if relative and len(parts) > 1:
         # a path shortened to its package (a paste, a compiled frame): vllm/utils.py,

@@ -18,12 +18,24 @@ ANSI = re.compile(r"(?:\x1b|\^\[|ESC|#033)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"
 BARE_SGR = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m ?")
 
 QUOTE = re.compile(r"^> ?(?=\S|  )")  # a markdown quote
+FENCE = re.compile(r"^\s*(?:> ?)?(?:```|~~~)[\w+-]*\s*$")  # a markdown code fence
+#: Python's exception-group gutters (``  | ``, ``  +-+---- 1 ----``, ``  +------``) and
+#: its group header (``  + Exception Group Traceback (most recent call last):``).
+GROUP_GUTTER = re.compile(r"^\s*(?:\| ?)+")
+GROUP_RULE = re.compile(r"^\s*\+[-+]*(?: ?-+ ?\d+ ?-+| ?\.\.\. ?.*)?-*\s*$")
+GROUP_HEAD = re.compile(r"^\s*\+ (Exception Group Traceback \(most recent call last\):)\s*$")
 #: Markdown emphasis or inline code a paste wrapped a line in (``**TypeError: ..**``,
 #: ```ValueError: ..```), or glued in front of it (``****(EngineCore_DP0 pid=1) ..``).
 MARKUP = re.compile(r"^(?:\*{1,4}|`{1,3})(?=[A-Za-z(\[])")
 MARKUP_END = re.compile(r"(?<=\S)(?:\*{1,4}|`{1,3})$")
-BOX = re.compile(r"^\s*│\s?")  # a TUI log viewer's border (k9s)
+BOX = re.compile(r"^\s*│\s?")  # a TUI log viewer's border (k9s), rich's traceback box
 BOX_END = re.compile(r"\s*│\s*$")
+#: rich's boxed traceback: its top (the header) and bottom border, a source line's
+#: marker of the line that raised (``❱ 407 │``), a line whose left border the paste cut.
+RICH_TOP = re.compile(r"^\s*╭─+ ?(Traceback \(most recent call last\)) ?─+╮\s*$")
+RICH_BOTTOM = re.compile(r"^\s*╰─+╯\s*$")
+RICH_SOURCE = re.compile(r"^(?:❱ ?)?\s*\d+ │")
+RIGHT_BORDER = re.compile(r"^(?P<body>[^│]*\S)\s+│\s*$")
 
 #: What a capturer adds: an ISO timestamp (docker --timestamps, kubectl, CI; a first
 #: line may have lost its head), a CRI stream tag, syslog/journald's date, host and
@@ -46,33 +58,49 @@ POD = re.compile(
 COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*[ \t]+\|[ \t]?")
 
 #: Process tags: vLLM's ``(Name pid=N)`` (Ray adds ``, ip=..``; a Ray actor may be named
-#: ``Actor(name)``), ``(pid=N)``, newer ``(Engine (DP0))``, Ray's own daemons
-#: (``(raylet)``, ``(raylet, ip=..)``), torch's ``[rankN]:``.
+#: ``Actor(name)``, a Serve replica ``ServeReplica:app:Deployment``, a Ray Data worker
+#: ``MapWorker(MapBatches(UDF))``), ``(pid=N)``, newer ``(Engine (DP0))``, Ray's own
+#: daemons (``(raylet)``, ``(raylet, ip=..)``, ``(autoscaler +2m13s)``), torch's
+#: ``[rankN]:``, SGLang's ``[date TP0]`` (its ranks name the process).
 PROCESS = re.compile(
     r"^(?:\((?:"
-    r"(?P<name>[A-Za-z][\w-]*(?:\([^()\s]*\))?(?: \(\w+\)| rank=\d+)?) pid=(?P<pid>\d+)"
-    r"(?:,[^)]*)?"
+    r"(?P<name>[A-Za-z_][\w:.-]*(?:\((?:[^()\s]|\([^()\s]*\))*\))?(?: \(\w+\)| rank=\d+)?)"
+    r" pid=(?P<pid>\d+)(?:,[^)]*)?"
     r"|pid=(?P<rpid>\d+)(?:,[^)]*)?"
-    r"|(?P<short>(?:Engine|Worker|API)(?: \(\w+\))?)"
-    r"|(?P<daemon>raylet|gcs_server|autoscaler|dashboard_agent|log_monitor)(?:, ip=[^)]*)?"
+    r"|(?P<short>(?:Engine|Worker|API)\w*(?: \(\w+\))?)"
+    r"|(?P<daemon>raylet|gcs_server|autoscaler|dashboard_agent|log_monitor)"
+    r"(?:, ip=[^)]*| \+[\dhms]+)?"
     r")\) ?"
-    r"|\[rank(?P<rank>\d+)\]: ?)"
+    r"|\[rank(?P<rank>\d+)\]: ?"
+    r"|\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?P<ranks>(?: (?:DP|TP|PP|EP|CP)\d+)+)\] )"
 )
 
-#: vLLM's logger: ``INFO 09-21 12:34:56 [core.py:123]``, V0's ``core.py:123]``, no date.
+#: vLLM's logger: ``INFO 09-21 12:34:56 [core.py:123]``, V0's ``core.py:123]``, no date;
+#: or, in a paste that kept only the level, the level word right before an exception
+#: line (``(Worker_TP1) ERROR KeyError: ..``).
 LOGGER = re.compile(
     rf"^(?P<level>{_LEVELS}) +"
-    r"(?:(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)? +)?"
+    r"(?:(?:(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)? +)?"
     r"(?:[\w-]*\[[^\]\s]+:\d+\]|[\w./-]+:\d+\]) ?"
+    r"|(?=[A-Z][\w.]*(?:Error|Exception): ))"
 )
 
 #: Loggers of the programs around vLLM: glog/c10 (``[E1001 16:06:04.5 file.cpp:607]``),
+#: Go's klog (llm-d, kserve's Go side: ``E0612 10:00:00.123456   1 server.go:45]``),
 #: Ray's C++ logger, dynamo (``ERROR core.run_engine_core:``), xinference, Python's
-#: ``- name - LEVEL -`` and ``LEVEL    pid`` (ragflow), uvicorn's ``ERROR:    ``,
-#: kserve's ``1 kserve ERROR [f():1]``, vllm-ascend's ``[UC][E]``, CANN's ``[ERROR] date
-#: (PID:..)``.
+#: ``- name - LEVEL -``, its default ``ERROR:root:`` and ``LEVEL    pid`` (ragflow),
+#: uvicorn's ``ERROR:    ``, kserve's ``1 kserve ERROR [f():1]``, vllm-ascend's
+#: ``[UC][E]``, CANN's ``[ERROR] date (PID:..)``, LLaMA-Factory's ``[INFO|date]
+#: name:12 >>``, lm-eval's ``date:time,ms LEVEL [file:12]``, DeepSpeed's ``[ERROR]
+#: [file.py:12:func]``, loguru's ``name:func:12 -`` (its level column peeled before).
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
+    r"|[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ [\w./-]+:\d+\] "
+    rf"|(?:{_LEVELS}):[\w.]+:(?=\S)"
+    rf"|\[(?:{_LEVELS})\|[\d-]+ [\d:,.]+\] [\w./-]+:\d+ >> "
+    rf"|\d{{4}}-\d{{2}}-\d{{2}}:\d{{2}}:\d{{2}}:\d{{2}}(?:,\d+)? (?:{_LEVELS}) +\[[^\]]+\] "
+    rf"|\[(?:{_LEVELS})\] (?:\[[\w./<>-]+:\d+(?::[\w<>]+)?\] )?"
+    r"|[\w.]+:[\w<>]+:\d+ - "
     r"|\[\d{4}-\d{2}-\d{2} [\d:,.]+ [EWIF] \d+ \d+\] (?:\(\w+\) )?[\w.]+:\d+: ?"
     r"| ?(?:TRACE|DEBUG|INFO|WARN|ERROR)[ \t]+[A-Za-z_][\w.]*(?:::[\w.]+)*: "
     rf"|(?:{_LEVELS}):[ \t]+(?=\S)"

@@ -38,7 +38,8 @@ CONTEXT = 6  # lines before a hit handed over too (a header, the frames above)
 #: Error and error (``RROR`` an ERROR record), ``atal`` Fatal and fatal, ``illed`` Killed
 #: and killed; vLLM's request-length message as a client relays it, a frame line (a stack
 #: pasted without header or exception), the Chinese word for failed, Python's argument errors
-#: (quoted in prose without their ``TypeError``).
+#: (quoted in prose without their ``TypeError``), the marks rich and IPython put at the
+#: line that raised (their frames are printed a few lines above it).
 LITERALS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)",
     b"rror",
@@ -51,14 +52,24 @@ LITERALS: tuple[bytes, ...] = (
     b"fault",
     b"SIG",
     b"maximum context length",
-    b'  File "',  # a frame: stack pasted without its header or exception line
+    b'File "',  # a frame: stack pasted without its header or exception line (or indent)
     "失败".encode(),  # "failed", in Chinese-language pastes
     b"unexpected keyword",  # Python's argument errors, quoted without their type
     b"positional argument",
     b"keyword-only argument",
+    b"marked dead",  # cluster managers: a Ray node lost, a pod evicted, a job cancelled
+    b"low on resource",
+    b"CANCELLED AT",
+    "❱".encode(),  # rich's boxed traceback marks the line that raised (its frame is above)
+    b"--> ",  # IPython's arrow at the line that raised (``----> 3``, ``--> 177``)
 )
 #: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
-HEAD_LITERALS: tuple[bytes, ...] = (b"engine (v", b"ersion", *CALLER_LITERALS)
+HEAD_LITERALS: tuple[bytes, ...] = (
+    b"engine (v",
+    b"ersion",
+    b"vllm-project/vllm/",  # a link to the vLLM change an error is about
+    *CALLER_LITERALS,
+)
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran
 #: died, the exit status a harness notes, vLLM's progress bar over the prompts.
 TAIL_LITERALS: tuple[bytes, ...] = (

@@ -78,6 +78,10 @@ class Relay:
     type: str
     message: str
     own: bool = False  # the error's own words (a quote in prose, pip's): not a relay
+    #: the relaying line's own words around the error (``Failed to import python 'vllm'
+    #: module. Are we running in the correct venv?``): what it says may name whose it is
+    context: str = ""
+    pip: bool = False  # pip's resolver refusing an install (its causes follow)
 
 
 def classify(line: Line, error_record: bool) -> Relay | None:
@@ -99,13 +103,14 @@ def classify(line: Line, error_record: bool) -> Relay | None:
         return Relay(line.number, line.process, typ, q["msg"].strip(), own=True)
     p = _PIP_CONFLICT.match(text)
     if p:
-        return Relay(line.number, line.process, "", p["msg"], own=True)
+        return Relay(line.number, line.process, "", p["msg"], own=True, pip=True)
     r = _REPR.search(text)
     if r:
         return Relay(line.number, line.process, r["type"], r["msg"])
     m = _TYPED.search(text)
     if m:
-        return Relay(line.number, line.process, m["type"], _QUOTE_END.sub("", m["msg"]))
+        msg = _QUOTE_END.sub("", m["msg"])
+        return Relay(line.number, line.process, m["type"], msg, context=text[: m.start("type")])
     c = _CONTEXT.search(text)
     if c:
         t = _OPENAI_TYPE.search(text)

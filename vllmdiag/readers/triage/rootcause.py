@@ -9,7 +9,8 @@ the original exception stands for it (or the remote one of a Ray task error).
 
 Then tiers, the earliest candidate of the first tier that has one wins (the process that
 failed first):
-0. exceptions, and strong death lines (a named process died, a fatal Python error);
+0. exceptions, and strong death lines (a named process died, a fatal Python error,
+   Ray's account of an actor's death in the ``ActorDiedError`` its receiver got);
 1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), the error a
    wrapper quotes (the failing child's own output is not in view), the error message a
    process logged right above a traceback the paste cut before its exception line, and
@@ -32,6 +33,7 @@ from vllmdiag.readers.triage import causes
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.fallback import quoted, unknown_note
+from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
 from vllmdiag.readers.triage.tracebacks import Link, Traceback
 from vllmdiag.readers.triage.triaged import Evidence, LogTriage, RootCause, Skipped
 
@@ -41,12 +43,16 @@ WRAPPER = re.compile(
     r"|ActorDiedError: The actor died because of an error raised in its creation task"
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
     r"|^RuntimeError: Executor failed"
+    r"|^(?:[\w.]*\.)?(?:Base)?ExceptionGroup: "  # its sub-exceptions follow
 )
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
-#: one request): a root cause only when nothing else is.
+#: one request; a server's request that failed; exit handlers and a task nobody
+#: awaited at shutdown): a root cause only when nothing else is.
 HANDLED = re.compile(
     r"Failed to load plugin|Error in (?:chat completion|completion|preprocessing)"
     r"|Error in loading|Failed to (?:import|register)"
+    r"|Exception in ASGI application|Error in atexit\._run_exitfuncs"
+    r"|Task exception was never retrieved"
 )
 SECONDARY = frozenset(
     {
@@ -92,18 +98,25 @@ def _benign_reason(tb: Traceback, cat: Catalogue, version: str | None) -> str | 
         return f"logged at {tb.level} level: the process went on"
     if tb.header.startswith("Exception in thread"):
         return f"uncaught in a background thread ({tb.header.rstrip(':')}): the process went on"
+    if tb.header.startswith("Exception ignored in"):
+        return f"Python ignored it ({tb.header[:80]}): a finalizer's error, the process went on"
     return None
 
 
 def _root_link(links: list[Link], cat: Catalogue, version: str | None) -> Link | None:
-    """The first non-wrapper link; a later one of the same chain when only it is known
-    (transformers turns a ``KeyError`` into the ``ValueError`` that explains it)."""
+    """The first non-wrapper link; a later one of the same chain when only it is known by
+    its words (transformers turns a ``KeyError`` into the ``ValueError`` that explains
+    it)."""
     real = [k for k in links if not is_wrapper(k)]
     if not real:
         return None
-    if causes.hit(cat, real[0], version) is None:
+    first = causes.hit(cat, real[0], version)
+    if first is None or first.entry.raised_by is not None:
+        # unknown, or known only by where it was raised: a later link whose own words
+        # the catalogue knows explains it better
         for k in real[1:]:
-            if k.kind == "exception" and causes.hit(cat, k, version) is not None:
+            h = causes.hit(cat, k, version) if k.kind == "exception" else None
+            if h is not None and h.entry.raised_by is None:
                 return k
     return real[0]
 
@@ -145,9 +158,14 @@ def choose(
         root = _root_link(links, cat, ev.vllm_version)
         if root is None:
             continue
+        died = actor_death(root.type, root.message)
+        if died is not None:  # Ray's report of an actor's death: that actor's death line
+            cands.append(_Candidate(0, root.exc_line, _actor(tb, root, died, cat, ev)))
+            continue
         follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
         label = "follow-on" if follow else ""
-        cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label))
+        cut = _frames_below(tb, root, tbs) if tb.headless and not root.frames else None
+        cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label, cut))
     for d in ev.deaths:
         if d.strength == "weak" and _introduces(d, tbs):
             continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
@@ -155,7 +173,8 @@ def choose(
             continue  # a signal notice its process logged on after
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
     if ev.relay is not None:
-        cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat)))
+        cut = next((t for t in tbs if t.links and all(k.kind == "cut" for k in t.links)), None)
+        cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat, cut)))
     if ev.cli_error is not None:
         cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
     note = None
@@ -185,9 +204,31 @@ def choose(
 
 
 def _exception(
-    tier: int, tb: Traceback, link: Link, cat: Catalogue, ev: Evidence, label: str
+    tier: int,
+    tb: Traceback,
+    link: Link,
+    cat: Catalogue,
+    ev: Evidence,
+    label: str,
+    cut: Traceback | None = None,
 ) -> _Candidate:
-    return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label))
+    return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label, cut))
+
+
+def _frames_below(tb: Traceback, link: Link, tbs: Sequence[Traceback]) -> Traceback | None:
+    """A traceback of frames alone (cut before its exception line, its header not in
+    view) that the same process printed below an exception line quoted without frames:
+    the quoted error's own (a paste that put the error first, then its stack)."""
+    for t in tbs:
+        if (
+            t.process == tb.process
+            and t.first_line > link.exc_line
+            and not t.header
+            and t.links
+            and all(k.kind == "cut" for k in t.links)
+        ):
+            return t
+    return None
 
 
 def _quote(
@@ -201,12 +242,18 @@ def _introduces(d: Death, tbs: Sequence[Traceback]) -> bool:
     return any(t.process == d.process and d.line <= t.first_line <= d.line + 3 for t in tbs)
 
 
-def _relayed(ev: Evidence, cat: Catalogue) -> Callable[[], RootCause]:
-    return lambda: causes.from_relay(ev, cat)
+def _relayed(ev: Evidence, cat: Catalogue, cut: Traceback | None) -> Callable[[], RootCause]:
+    return lambda: causes.from_relay(ev, cat, cut)
 
 
 def _header(tb: Traceback, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:
     return lambda: causes.from_header(tb, cat, ev)
+
+
+def _actor(
+    tb: Traceback, link: Link, died: ActorDeath, cat: Catalogue, ev: Evidence
+) -> Callable[[], RootCause]:
+    return lambda: causes.from_actor_death(tb, link, died, cat, ev)
 
 
 def _death(d: Death, cat: Catalogue, ev: Evidence) -> Callable[[], RootCause]:

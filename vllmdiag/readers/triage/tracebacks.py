@@ -12,7 +12,11 @@ What users paste is rarely whole, so the parser takes what is in view:
 - chained exceptions (``The above exception was the direct cause ...``) as links of one
   traceback, original first, and Ray's ``RayTaskError(X)`` remote traceback;
 - multi-line messages: indented lines, and unindented lines of the same log record
-  (NCCL's ``Last error:`` and the line after it), until a blank line.
+  (NCCL's ``Last error:`` and the line after it), until a blank line (or a shell's
+  prompt the paste kept after the error);
+- frames as other printers write them: IPython's (``File /x.py:177, in f(..)``, ``Cell
+  In[3], line 1``, the older ``/x.py in f(..)``) and rich's boxed traceback (``│
+  /x.py:407 in f │``, a path the box wrapped over two lines joined again).
 
 Memory is bounded whatever the log: frames per link, links per chain (the first and the
 last are kept), message lines, and distinct tracebacks.
@@ -36,10 +40,23 @@ __all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
 
 _TB_START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?:,? in (?P<func>.+))?')
+#: IPython's frames (``File /x.py:177, in LLM.__init__(self, ..)``, ``Cell In[3], line
+#: 1``; IPython 7's ``/x.py in __init__(self, ..)``, ``<ipython-input-2-ab> in <module>``)
+#: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled).
+_OTHER_FRAME = re.compile(
+    r"^(?:File (?P<ifile>\S+\.pyx?):(?P<iline>\d+), in (?P<ifunc>[\w.<>]+)(?:\(.*)?"
+    r"|(?P<cell>Cell In\[\d+\]), line (?P<cline>\d+)"
+    r"|(?P<ofile>/\S+\.pyx?|<ipython-input-[\w-]+>) in (?P<ofunc>[\w<>]+)(?:\(.*)?"
+    r"|(?P<rfile>[^\s:│]+\.pyx?):(?P<rline>\d+) in (?P<rfunc>[\w<>.]+))$"
+)
+#: A piece of a path that a box wrapped (the rest, with ``:line in func``, is next).
+_PATH_PIECE = re.compile(r"^[^\s:│]*/[^\s:│]*$")
+#: IPython's arrow at the line that raised (``----> 3 llm = LLM(..)``).
+_ARROW = re.compile(r"^-+> ?\d+ ")
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::(?: (?P<msg>.*))?)?$")
 #: Type names an exception line is recognised by without its header or frames in view.
 _EXC_NAME = re.compile(
-    r"[a-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Unsupported)"
+    r"[A-Za-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Unsupported)"
     r"(?:\([\w.]+\))?$|^Exception$"
 )
 _NOTICE = re.compile(
@@ -68,7 +85,8 @@ _GAPPED = re.compile(
 _NEW = re.compile(
     r"^(?:Process [\w-]+:$|Killed$|Aborted|Segmentation fault|Fatal Python error"
     r"|Exception in thread|Current thread|Stack \(most recent"
-    r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$)"
+    r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$"
+    r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
 )
 
 #: Lines of a stream that may pass before an open traceback is considered abandoned.
@@ -94,6 +112,10 @@ class TracebackParser:
         self.above: dict[tuple[str, bool], tuple[int, str]] = {}
         self.done: list[Traceback] = []
         self.seen: set[tuple[object, ...]] = set()
+        #: a path piece a box wrapped, per stream: (line, text), joined to the next frame
+        self.piece: dict[tuple[str, bool], tuple[int, str]] = {}
+        #: where each stream's orphan frames began
+        self.orphan_start: dict[tuple[str, bool], int] = {}
         self.dropped = 0
         self._fed = 0
 
@@ -173,14 +195,20 @@ class TracebackParser:
             self.last_text.clear()
             self.last_error.clear()
             self.above.clear()
-        fm = _FRAME.match(stripped)
-        if fm:
+            self.piece.clear()
+            self.orphan_start.clear()
+        frame = self._frame_of(key, line, stripped)
+        if frame is not None:
             if not self.orphans.get(key):
+                self.orphan_start[key] = line.number
                 seen, text = self.last_text.get(key, (0, ""))
                 if seen == line.number - 1 and self.last_error.get(key, False):
                     self.above[key] = (seen, text)
-            self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(_frame(fm))
+            self.orphans.setdefault(key, deque(maxlen=MAX_FRAMES)).append(frame)
             self.traceish[key] = line.number
+            return False
+        if _ARROW.match(stripped):
+            self.traceish[key] = line.number  # IPython's arrow at a source line
             return False
         indented = line.text[:1] in (" ", "\t")
         if indented and self.traceish.get(key, -9) < line.number - 2:
@@ -214,9 +242,17 @@ class TracebackParser:
 
     def _orphaned(self, key: tuple[str, bool]) -> None:
         """The stream's orphan frames end without an exception line: when an error
-        message was right above them, they are its traceback, cut (headless)."""
+        message was right above them, they are its traceback, cut (headless); otherwise,
+        two frames or more, a traceback cut at both ends (an error quoted apart from its
+        frames may own them)."""
         frames = self.orphans.pop(key, None)
         above = self.above.pop(key, None)
+        start = self.orphan_start.pop(key, 0)
+        if frames and above is None and len(frames) >= 2:
+            cut = Link("", "", tuple(frames), start, start, kind="cut")
+            last = self.traceish.get(key, start)
+            tb = Traceback(key[0], None, "", (cut,), False, start, max(last, start), True)
+            self._emit(tb)
         if frames and above is not None:
             n, text = above
             cut = Link("", "", tuple(frames), n, n, kind="cut")
@@ -252,15 +288,43 @@ class TracebackParser:
             st.close_link()
             st.relation, st.state = "remote", "frames"
 
+    def _frame_of(self, key: tuple[str, bool], line: Line, stripped: str) -> Frame | None:
+        """The frame ``stripped`` is, as Python, IPython or rich prints one (a path
+        piece the line above left is joined to it), or None."""
+        fm = _FRAME.match(stripped)
+        if fm:
+            return _frame(fm)
+        om = _OTHER_FRAME.match(stripped) if stripped[:1] in "FC/<" or ".py" in stripped else None
+        if om is None:
+            if _PATH_PIECE.match(stripped):
+                self.piece[key] = (line.number, stripped)
+            return None
+        if om["ifile"]:
+            return Frame(om["ifile"], int(om["iline"]), om["ifunc"])
+        if om["cell"]:
+            return Frame(f"<{om['cell']}>", int(om["cline"]), "<module>")
+        if om["ofile"]:
+            return Frame(om["ofile"], 0, om["ofunc"])
+        file = om["rfile"]
+        piece = self.piece.pop(key, None)
+        if piece is not None and piece[0] == line.number - 1:
+            file = piece[1] + file
+        return Frame(file, int(om["rline"]), om["rfunc"])
+
     def _in_frames(
         self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str
     ) -> None:
         text = line.text
-        frame = _FRAME.match(stripped)
-        if frame:  # indented, or a paste (a relaying process's prefix) that lost the indent
-            st.frames.append(_frame(frame))
+        frame = self._frame_of(key, line, stripped)
+        if frame is not None:  # indented, or a paste (a relaying prefix) that lost the indent
+            st.frames.append(frame)
             return
-        if text[:1] in (" ", "\t") or not stripped or stripped.startswith(("[Previous line", "^")):
+        if (
+            text[:1] in (" ", "\t")
+            or not stripped
+            or stripped.startswith(("[Previous line", "^"))
+            or _ARROW.match(stripped)
+        ):
             return
         m = _EXC.match(stripped)
         if m is not None and m["msg"] is None and not _exception_like(m["type"], True):
@@ -367,7 +431,7 @@ class TracebackParser:
         for key in list(self.open):
             st = self.open[key]
             self._finish(key, complete=st.state != "frames")
-        for key in list(self.above):
+        for key in list(self.orphans):
             self._orphaned(key)
         return self.done
 

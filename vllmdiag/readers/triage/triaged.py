@@ -92,3 +92,10 @@ class Evidence:
     wrapper: str | None = None  # a program the log shows building vLLM's command line
     #: the line where vLLM's progress bar showed every prompt done (the work was over)
     completed_at: int | None = None
+    #: a framework driving vLLM that the log shows (a frame of its code in any traceback)
+    framework: str | None = None
+    #: the log links a vLLM pull request or commit (the change an argument error is about)
+    vllm_change: bool = False
+    #: what pip listed as the conflict under its refusal, and whose it is (rule, why)
+    pip_causes: str = ""
+    pip_blame: tuple[str, str] | None = None

@@ -6,24 +6,54 @@ from __future__ import annotations
 import re
 
 from vllmdiag.readers.triage import relays
-from vllmdiag.readers.triage.callers import wrapper_in
+from vllmdiag.readers.triage.callers import WRAPPER_HINTS, wrapper_in
 from vllmdiag.readers.triage.deaths import DeathWatch
 from vllmdiag.readers.triage.lines import is_error_record, normalise, unglue
+from vllmdiag.readers.triage.pipconflict import PipConflict
 from vllmdiag.readers.triage.tracebacks import TracebackParser
 
 _VERSION = re.compile(
     r"LLM engine \(v(?P<a>[^)\s]+)\)|API server version (?P<b>[\w.+-]+)"
     r"|vLLM version (?P<c>[\w.+-]+)"
 )
+_VLLM_CHANGE = "vllm-project/vllm/"
+_VLLM_LINK = re.compile(r"github\.com/vllm-project/vllm/(?:pull|commit)/\w+")
 _FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ seconds")
 #: LLM.generate's progress bar; tqdm redraws it in place, so the last draw on a line counts.
 _PROGRESS = "Processed prompts:"
 _ALL_DONE = re.compile(r"^\s*100%\|")
 _CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/]*): error: (?P<msg>.+)$")
-#: clap's (uv, ruff, rust programs): ``error: unexpected argument '--x' found``.
+#: A command line refused without the program's name: clap's (uv, ruff, rust programs:
+#: ``error: unexpected argument '--x' found``), and argparse's own messages where the
+#: paste lost the ``prog:`` in front of them (and the usage line above).
 _CLAP_ERROR = re.compile(
     r"^error: (?P<msg>(?:unexpected argument|unrecognized subcommand|invalid value"
-    r"|the argument|unexpected value) .+)$"
+    r"|the argument|unexpected value) .+"
+    r"|(?:unrecognized arguments|the following arguments are required|ambiguous option"
+    r"|argument [\w/-]+(?:/[\w-]+)*: (?:invalid|expected|ambiguous|not allowed|conflicting))"
+    r"\b.+)$"
+)
+
+
+#: Programs whose ``prog: error: ..`` lines are their own reports, not a refused command
+#: line: Slurm's, the kernel's, daemons'.
+_NOT_A_CLI = frozenset(
+    {
+        "slurmstepd",
+        "srun",
+        "sbatch",
+        "salloc",
+        "slurmd",
+        "kernel",
+        "systemd",
+        "dockerd",
+        "containerd",
+        "kubelet",
+        "raylet",
+        "sshd",
+        "mpirun",
+        "prterun",
+    }
 )
 
 
@@ -41,10 +71,14 @@ class Watch:
         #: the line where LLM.generate's progress bar last read 100 % (None: not, or it
         #: started over after)
         self.completed: int | None = None
+        #: a line links a vLLM pull request or commit
+        self.vllm_change = False
+        #: pip's list of what conflicts, after its refusal
+        self.pip = PipConflict()
 
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
-        return self.parser.has_open or self.deaths.collecting
+        return self.parser.has_open or self.deaths.collecting or self.pip.collecting
 
     def feed(self, number: int, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace")
@@ -59,6 +93,8 @@ class Watch:
             self.deaths.feed(line)
             if self.cli_error is None and "error: " in text:
                 m = _CLI_ERROR.match(text.strip())
+                if m and m["prog"].strip().lower() in _NOT_A_CLI:
+                    m = None  # a cluster manager's or daemon's own error line
                 c = None if m else _CLAP_ERROR.match(text.strip())
                 if m:
                     self.cli_error = (number, m["msg"], m["prog"])
@@ -66,8 +102,14 @@ class Watch:
                     self.cli_error = (number, c["msg"], line.process)
             if self.relay is None:
                 self.relay = relays.classify(line, is_error_record(line))
-        if self.wrapper is None and "amalama" in text.lower():
+                if self.relay is not None and self.relay.pip:
+                    self.pip.start = number
+        if self.pip.collecting:
+            self.pip.feed(number, text)
+        if self.wrapper is None and any(h in text.lower() for h in WRAPPER_HINTS):
             self.wrapper = wrapper_in(text)
+        if not self.vllm_change and _VLLM_CHANGE in text:
+            self.vllm_change = _VLLM_LINK.search(text) is not None
         if _PROGRESS in text:
             last = text.rsplit(_PROGRESS, 1)[1]
             self.completed = number if _ALL_DONE.match(last) else None

@@ -8,14 +8,10 @@ moved, what the launch calls cost, and any events the readers refused.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from vllmdiag.jobs.profile.diff import steptimes
+from vllmdiag.jobs.profile.diff.values import Diff
 from vllmdiag.readers.traces import phases
 from vllmdiag.readers.traces.leg import LegProfile, WallClock
-
-if TYPE_CHECKING:
-    from vllmdiag.jobs.profile.diff.time_diff import Diff
 
 WORK_TOLERANCE = 0.02  # legs whose step or token counts differ more than this: warn
 

@@ -10,60 +10,16 @@ and the window delta (busy + idle) is reconciled against the wall clock
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from vllmdiag.jobs.profile.diff import reconcile, steptimes
 from vllmdiag.jobs.profile.diff.pairing import KernelRow, OpRow, kernel_rows, label, op_rows
+from vllmdiag.jobs.profile.diff.values import Diff, FamilyRow, PhaseRow
 from vllmdiag.readers.traces import families, phases
 from vllmdiag.readers.traces.leg import LegProfile
 from vllmdiag.readers.traces.timeline import KernelStat
 
 __all__ = ["Diff", "FamilyRow", "KernelRow", "OpRow", "PhaseRow", "diff", "kernel_table"]
-
-
-@dataclass(frozen=True)
-class FamilyRow:
-    family: str
-    a_us: float
-    b_us: float
-    delta_us: float
-    share: float | None
-    a_ops: tuple[str, ...] = ()  # the ops that launched most of the family's time on A
-    b_ops: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class PhaseRow:
-    kind: str
-    a_steps: int
-    b_steps: int
-    a_us_per_step: float | None
-    b_us_per_step: float | None
-    change: float | None  # relative change of GPU time per step
-    families: tuple[tuple[str, float], ...]  # (family, delta µs per step), largest first
-
-
-@dataclass(frozen=True)
-class Diff:
-    a: LegProfile
-    b: LegProfile
-    delta_us: float
-    busy_delta_us: float
-    idle_delta_us: float
-    window_delta_us: float
-    launch_delta_us: float
-    families: tuple[FamilyRow, ...]
-    top: tuple[KernelRow, ...]
-    phases: tuple[PhaseRow, ...]
-    per_step: tuple[float | None, float | None]
-    per_token: tuple[float | None, float | None]
-    wall_delta_us: float | None
-    explained: float | None
-    warnings: tuple[str, ...]
-    reconciliation: str
-    ops: tuple[OpRow, ...] = ()
-    #: Step times of both sides judged against their step-to-step variation.
-    step_bands: tuple[steptimes.StepBand, ...] = ()
 
 
 def kernel_table(leg: LegProfile, n: int = 20) -> list[KernelStat]:

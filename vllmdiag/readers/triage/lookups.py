@@ -1,0 +1,138 @@
+"""Frames that only carry a call for the code above them (pure).
+
+Two kinds raise an error that is not theirs:
+
+- an attribute lookup (``__getattr__``): torch's ``Module.__getattr__`` raises the
+  ``AttributeError`` of whoever asked one of its subclasses (a vLLM layer) for an
+  attribute it never registered; another library's lookup (transformers' tokenizer and
+  config) refuses an attribute its installed release does not have, which the code
+  asking for it expected: the installed versions do not go together;
+- one of vLLM's engine classes lacking a private attribute (``'_AsyncLLMEngine' object
+  has no attribute '_process_worker_outputs'``): only its own code asks for a private
+  name, so vLLM asked, even where no frame is in view;
+- a dispatcher: ``torch.ops.<namespace>.<op>(...)`` runs the op of the library that
+  registered it (vLLM's ``_C``, a kernel package), through ``torch/_ops.py``; the frame
+  above it is the op's owner.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from vllmdiag.readers.triage.origin import Place
+
+_LOOKUP_FUNCS = frozenset({"__getattr__", "__getattribute__"})
+_TORCH_MODULE = re.compile(r"torch/nn/modules/module\.py$")
+_DISPATCH = re.compile(r"torch/(?:_ops\.py|_library/[\w/]+\.py)$")
+#: vLLM's own layer classes (torch modules): an attribute one lacks was asked for by
+#: vLLM's model or weight-loading code.
+_VLLM_LAYER = re.compile(
+    r"^'(?P<cls>\w*Parallel(?:Linear|Embedding|LMHead)|\w*FusedMoE\w*|LinearBase"
+    r"|VocabParallelEmbedding|ParallelLMHead|\w+LinearMethod)' object has no attribute"
+)
+_ATTR = re.compile(r"has no attribute '?(?P<attr>\w+)")
+#: One of vLLM's engine or runner classes lacking a private attribute: only the class's
+#: own code asks for a private name, so the asker is vLLM even with no frame in view.
+_VLLM_PRIVATE = re.compile(
+    r"^'(?P<cls>_?(?:Async)?LLMEngine|_AsyncLLMEngine|MQLLMEngine|AsyncLLM|EngineCore\w*"
+    r"|\w*ModelRunner\w*|VllmConfig|Scheduler)' object has no attribute '(?P<attr>_\w+)'"
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame as blame reads it: where it lies, its package, file and function."""
+
+    place: Place
+    package: str | None
+    file: str
+    func: str
+
+
+def _norm(path: str) -> str:
+    return path.replace("\\", "/")
+
+
+def _is_lookup(frame: Frame) -> bool:
+    if _TORCH_MODULE.search(_norm(frame.file)):
+        return True
+    return frame.place == "dependency" and frame.func in _LOOKUP_FUNCS
+
+
+def lookup_blame(
+    typ: str, message: str, frames: Sequence[Frame]
+) -> tuple[str, str | None, str] | None:
+    """For an ``AttributeError`` a lookup raised: (origin, package, why), or
+    ``("asker", "<n>", "")`` where the ``n`` innermost frames are the lookup's and the
+    asker above them decides; None where no lookup raised it."""
+    if not typ.rsplit(".", 1)[-1].endswith("AttributeError"):
+        return None
+    if not frames:
+        private = _VLLM_PRIVATE.match(message)
+        if private is None:
+            return None
+        return (
+            "vllm",
+            "vllm",
+            f"vLLM's own {private['cls']} lacks '{private['attr']}', a private name only its "
+            "own code asks for",
+        )
+    n = 0
+    while n < len(frames) and _is_lookup(frames[len(frames) - 1 - n]):
+        n += 1
+    if n == 0:
+        return None
+    lookup = frames[-1]
+    rest = frames[: len(frames) - n]
+    attr = _ATTR.search(message)
+    what = f"'{attr['attr']}'" if attr else "an attribute"
+    if _TORCH_MODULE.search(_norm(lookup.file)):
+        if rest:
+            return ("asker", str(n), "")
+        layer = _VLLM_LAYER.match(message)
+        if layer:
+            return (
+                "vllm",
+                "vllm",
+                f"vLLM's code asked its own layer ({layer['cls']}) for {what}, which it never "
+                "registered (torch's attribute lookup only raised it)",
+            )
+        return (
+            "unknown",
+            None,
+            "torch's attribute lookup raised it for the code that asked, which is not in view",
+        )
+    owner = lookup.package or "a library"
+    if rest:
+        asker = rest[-1]
+        if asker.place == "dependency" and asker.package == lookup.package:
+            return ("asker", str(n), "")  # the library asked its own object: its defect
+        if asker.place in ("vllm", "dependency"):
+            who = "vLLM" if asker.place == "vllm" else (asker.package or "a library")
+            return (
+                "environment",
+                None,
+                f"{who} asked {owner}'s object for {what}, which the installed {owner} does "
+                f"not have: the installed versions of {who} and {owner} do not go together",
+            )
+        return ("asker", str(n), "")  # a framework or script asked: its frame decides
+    return (
+        "environment",
+        None,
+        f"{owner}'s lookup refused {what}, which the code asking for it expects: the "
+        f"installed {owner} does not go with that code",
+    )
+
+
+def strip_dispatch(frames: Sequence[Frame]) -> list[Frame]:
+    """``frames`` without the innermost dispatcher frames (``torch/_ops.py``) where a
+    frame that called the op is above them."""
+    out = list(frames)
+    n = len(out)
+    while n > 1 and _DISPATCH.search(_norm(out[n - 1].file)):
+        n -= 1
+    if n < len(out) and not _DISPATCH.search(_norm(out[n - 1].file)):
+        return out[:n]
+    return out
