@@ -5,7 +5,6 @@ bench, EngineCore, workers) are all tagged, so every one of them is found."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from typer.testing import CliRunner
 
 from tests.device.gpu import gpu_apps
 from vllmdiag.cli.app import app
+from vllmdiag.services import proc, stray
 
 QUIET = '{VLLM_NO_USAGE_STATS: "1", DO_NOT_TRACK: "1", VLLM_USE_FLASHINFER_SAMPLER: "0"}'
 
@@ -53,17 +53,11 @@ def _recipe(tmp_path: Path, vllm_python: Path, tiny_models: Path, prompts: int) 
 
 
 def _end_cells_of_this_test() -> None:
-    """SIGKILL every process a cell of this test's runs started (found by the node lock
-    path its cell environment names: the test's own, ``VLLMDIAG_LOCK``)."""
-    mark = f"VLLMDIAG_CELL_NODE={os.environ['VLLMDIAG_LOCK']}\0".encode()
-    for proc in Path("/proc").iterdir():
-        try:
-            environ = (proc / "environ").read_bytes()
-        except OSError:
-            continue
-        if mark in environ:
-            with contextlib.suppress(OSError, ValueError):
-                os.kill(int(proc.name), signal.SIGKILL)
+    """End every process a cell of this test's runs started, owned or left over (found
+    as vllmdiag finds them: by the node lock their cell environment names, the test's own
+    ``VLLMDIAG_LOCK``)."""
+    found = stray.strays(Path(os.environ["VLLMDIAG_LOCK"]))
+    proc.end({s.pid for s in found}, 5.0)
 
 
 def test_a_killed_runs_engine_is_reported_and_ended_by_the_next_matrix(
