@@ -99,7 +99,9 @@ def test_a_metric_bisection_between_the_two_staged_releases(
         assert all(v > 0 for s in shas for v in steps[s]["values"])
         logs = Path(data["journal"]).parent
         for sha, version in zip(shas, ("0.25.0", "0.26.0"), strict=True):
-            assert f"vllm_version={version}" in (logs / f"{sha}.run0.log").read_text()
+            for run in ("run0", "run1"):
+                step_log = logs / sha / "cells" / run / "log.txt"
+                assert f"vllm_version={version}" in step_log.read_text()
     else:
         said = " ".join(result.output.split())
         assert "the two ends do not differ beyond their noise" in said, result.output

@@ -13,11 +13,14 @@ these runs; the judgements are decided again here from what the directories hold
   timeout; py-spy's dumps say where it was.
 - ``study``: two releases with repeats, cut by the call's time limit after three of its
   four cells; two same-settings measurements of 0.25 disagree by 13.7 %.
+- ``bisect-two-releases``: a metric bisection by commit between the two releases, run
+  twice on a free GPU (``test_bisect_device.py``): it named the 0.26 commit, then refused.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from typer.testing import CliRunner
 
 from tests.support.paths import FIXTURES
 from vllmdiag.cli.app import app
+from vllmdiag.jobs.bisect.endpoints import endpoint_gap
 from vllmdiag.model.outcome import Outcome
 from vllmdiag.spine.rundir import load_result
 
@@ -164,3 +168,45 @@ def test_a_bisect_end_on_a_gpu_another_engine_held_is_the_machines_fault() -> No
         assert cause["type"] == "ValueError" and cause["process"].startswith("EngineCore")
         assert cause["message"].startswith("Free memory on device cuda:0 (")
         assert cause["origin"] == "environment", (log, cause)
+
+
+def _step_values(run: Path) -> dict[str, list[float]]:
+    """Each step's tokens/s, as its repeats' own logs printed them."""
+    (bisect,) = (run / "bisect").iterdir()
+    values: dict[str, list[float]] = {}
+    for log in sorted(bisect.glob("*/cells/run*/log.txt")):
+        said = re.findall(r"^tokens_per_s=([0-9.]+)$", log.read_text(), re.M)
+        version = re.findall(r"^vllm_version=(\S+)$", log.read_text(), re.M)
+        assert len(said) == 1 and len(version) == 1, log
+        values.setdefault(version[0], []).append(float(said[0]))
+    return values
+
+
+def test_two_bisections_between_the_releases_judge_real_noise_both_ways() -> None:
+    """``bisect-two-releases``: the same metric bisection by commit between the two staged
+    releases, run twice back to back on a free H200 (``test_bisect_device.py``, two
+    repeats an end, four engine starts each). The first measured the ends 18 % apart
+    beyond their spread and named the 0.26 commit; the second measured 0.25 faster than
+    0.26 this time, by less than its own repeats' spread, and refused to start. The
+    endpoint rule, applied again to the values the steps' own logs printed, decides both
+    as the runs did."""
+    named, refused = (
+        REAL / "bisect-two-releases" / "named",
+        REAL / "bisect-two-releases" / "refused",
+    )
+    for run, differs in ((named, True), (refused, False)):
+        values = _step_values(run)
+        assert sorted(values) == ["0.25.0", "0.26.0"] and all(len(v) == 2 for v in values.values())
+        gap = endpoint_gap(values["0.25.0"], values["0.26.0"])
+        assert gap.differs is differs, (run.name, gap.reason)
+        said = " ".join((run / "bisect-two-releases.txt").read_text().split())
+        assert gap.reason in said
+    said = (named / "bisect-two-releases.txt").read_text()
+    data = json.loads(said[said.index("{") :])
+    assert data["first_bad"]["subject"].startswith("vLLM 0.26.0") and data["first_bad"]["pr"] == 26
+    assert data["last_good"]["subject"].startswith("vLLM 0.25.0") and data["exact"]
+    assert data["derived"] and data["threshold"] == round(
+        endpoint_gap(_step_values(named)["0.25.0"], _step_values(named)["0.26.0"]).threshold or 0, 6
+    )
+    refusal = (refused / "bisect-two-releases.txt").read_text()
+    assert "first_bad" not in refusal and "raise --repeat" in refusal
