@@ -313,9 +313,10 @@ def test_plain_ray_task_error_with_its_remote_traceback_cut_is_a_wrapper(tmp_pat
     assert t.note is not None and t.note.startswith("unknown: only wrappers")
 
 
-def test_remote_traceback_of_a_headless_task_error_is_read_as_an_exception_line() -> None:
+def test_remote_traceback_of_a_headless_task_error_is_read_with_its_frames() -> None:
+    # no 'Traceback' header is in view, but the remote exception's own frames are
     rc = _fixture("lmeval_2706_raytaskerror_relay_then_typeerror.log")
-    assert (rc.type, rc.evidence, rc.process) == ("TypeError", "exception-line", "main")
+    assert (rc.type, rc.evidence, rc.process) == ("TypeError", "traceback", "main")
 
 
 def test_actor_creation_task_death_with_its_traceback_cut_names_no_cause(tmp_path: Path) -> None:
@@ -499,7 +500,7 @@ def test_rays_unhandled_error_names_the_task_that_raised_not_the_relaying_actor(
     assert (rc.type, rc.process, rc.evidence) == (
         "AttributeError",
         "LLMRayActor pid=700386",
-        "exception-line",
+        "traceback",  # its frames are in view, the header is not
     )
 
 

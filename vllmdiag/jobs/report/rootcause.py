@@ -23,7 +23,7 @@ HEAD, TAIL = 8, 30
 LINE_MAX = 4096
 _EVIDENCE = {
     "traceback": "read from its traceback",
-    "exception-line": "read from the exception line (the log has no traceback header)",
+    "exception-line": "read from the exception line alone (no traceback of it in view)",
     "death-line": "read from the line saying the process died",
     "wrapper-message": "read from the error a wrapper quotes (the original is not in the log)",
 }

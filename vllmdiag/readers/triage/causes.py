@@ -203,7 +203,11 @@ def from_link(
         process=process,
         lines=(link.start_line, link.exc_line),
         reason="; ".join(why),
-        evidence="exception-line" if headless or link.kind == "notice" else "traceback",
+        # a traceback is in view when its header or its own frames are (a paste that cut
+        # the header keeps the stack); an exception line alone, or vLLM's note, is not
+        evidence="exception-line"
+        if (headless and not link.frames) or link.kind == "notice"
+        else "traceback",
         raised_in=raised_in,
         files=[f.file for f in frames],
         funcs=[f.func for f in frames],
