@@ -32,6 +32,11 @@ _STOCK = re.compile(
     r"|:$"
     r"|(?:\.{3}|…)$"  # a progress or launcher's prompt (``checking the log for Error...``)
     r"|^Error executing job with overrides:"  # hydra's announcement (verl, NeMo)
+    # a framework's record of the step that failed, not why (ms-swift's ``[ERROR:swift]
+    # Method execution failed: infer``, vllm-omni's ``[StageRuntime] Stage initialization
+    # failed; shutting down ..``)
+    r"|^(?:\[[^\]]+\] )?(?:Method|Stage|Task|Job|Step) (?:execution|initiali[sz]ation) failed"
+    r"(?:: [\w.]+)?(?:[;,] .*)?$"
 )
 #: Words an error statement has (``No module named ..``, ``Timed out after ..``, ``.. is
 #: only supported ..``); a logger's context line (``OpenAI async completion``) has none.
@@ -306,7 +311,12 @@ def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> Ro
 
 
 def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
-    why = f"no Python exception in view; process {d.process} died (line {d.line})"
+    why = (
+        f"no Python exception in view; process {d.process} reported a native library's error "
+        f"(line {d.line})"
+        if d.strength == "native"
+        else f"no Python exception in view; process {d.process} died (line {d.line})"
+    )
     if d.strength == "follow-on":
         why += "; a follow-on death (killed by its parent, or a teardown): the cause may be missing"
     where = (d.origin, d.package) if d.origin in ("vllm", "dependency", "user", "tool") else None

@@ -8,8 +8,10 @@ That line is then the root cause, with the process it names and an empty type.
 Strength decides what it beats (see ``rootcause``):
 - ``strong``: a process died and the line says which (vLLM's executor, torch's NCCL
   watchdog, ``Fatal Python error``);
-- ``signal``: a bare signal or OOM-kill notice (``Segmentation fault``, ``Killed``), used
-  when no exception and no strong line is in view;
+- ``signal``: a bare signal or OOM-kill notice (``Segmentation fault``, ``Killed``, torch
+  elastic's ``failed (exitcode: -11)``), used when no exception and no strong line is in view;
+- ``native``: a C++ library's own error line (``CUDA Error: .. at x.cpp:62``), no Python
+  exception behind it: as a signal notice;
 - ``follow-on``: a death that follows another failure (exit -15 is the parent's SIGTERM;
   ``Engine core proc ... died`` is also printed on a normal teardown);
 - ``weak``: vLLM's ``EngineCore encountered a fatal error``, which introduces the
@@ -133,6 +135,16 @@ RULES: tuple[_Rule, ...] = (
         _manager,
         from_match=True,
     ),
+    # an executor's report that a process it started is gone (vllm-omni's stage
+    # executor: ``Rank 2 scheduler is dead. Please check if there are relevant logs.``)
+    _Rule(re.compile(r"^Rank \d+ [\w-]+ is dead\b"), "strong", "unknown"),
+    # a native library's own error report, printed from C++ without a Python exception
+    # (vLLM's cumem allocator: ``CUDA Error: out of memory at .../cumem_allocator.cpp:62``)
+    _Rule(
+        re.compile(r"^(?:CUDA|HIP|NCCL|CUDA driver) [Ee]rror: .+ at \S+\.(?:c|cc|cpp|cu|cuh):\d+$"),
+        "native",
+        "unknown",
+    ),
     _Rule(re.compile(r"EngineCore encountered a fatal error"), "weak", "vllm"),
     _Rule(
         re.compile(
@@ -140,7 +152,8 @@ RULES: tuple[_Rule, ...] = (
             r"|ILL) received|^Killed$|Killed process \d+|Out of memory: Kill"
             r"|oom-kill|OOMKilled|terminated by signal \d+|(?:terminated|killed) "
             r"(?:with|by) signal|\(core dumped\)|A worker died or was killed"
-            r"|exit(?:ed with)? code:? -?(?:9|11|6|134|137|139)\b"
+            r"|exit(?:ed with)? ?code:? -?(?:9|11|6|134|137|139)\b"
+            r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"
             r"|^srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted)"
         ),
         "signal",

@@ -262,7 +262,8 @@ def _normalise(raw: str, number: int) -> Line:
     record: str | None = None
     lg = px.LOGGER.match(text)
     if lg:
-        level = "WARNING" if lg.group("level") == "WARN" else lg.group("level")
+        level = lg["level"] or px.CUT_LEVELS[lg["cut"]]
+        level = "WARNING" if level == "WARN" else level
         record = text[: lg.end()].strip()
         text = text[lg.end() :]
     else:

@@ -9,6 +9,17 @@ from __future__ import annotations
 import re
 
 _LEVELS = r"DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL"
+#: The tails of vLLM's level words a paste's first line may start with (its head cut).
+CUT_LEVELS = {
+    "RROR": "ERROR",
+    "ROR": "ERROR",
+    "ARNING": "WARNING",
+    "RNING": "WARNING",
+    "NFO": "INFO",
+    "EBUG": "DEBUG",
+    "RITICAL": "CRITICAL",
+}
+_CUT_LEVELS = "|".join(sorted(CUT_LEVELS, key=len, reverse=True))
 _ISO = r"\d{1,4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 
 #: Colour and cursor codes: real escapes, the ``^[[`` and ``ESC[`` spellings of a paste,
@@ -48,10 +59,14 @@ CAPTURE = re.compile(
 )
 
 #: A pod's name and container in front of its line (``stern``, ``kubectl logs --prefix``):
-#: ``name-6c8f9c4df6-vh88z vllm (APIServer pid=1) ..``, ``[pod/name-x/vllm] ..``.
+#: ``name-6c8f9c4df6-vh88z vllm (APIServer pid=1) ..``, ``[pod/name-x/vllm] ..``; or the
+#: container's name alone (``kserve-container (EngineCore_0 pid=58) ..``), before a process
+#: tag or a timestamp.
 POD = re.compile(
     r"^(?:\[pod/[\w.-]+/[\w.-]+\] "
-    r"|[a-z0-9][a-z0-9-]*-[a-z0-9]{5} [a-z0-9][a-z0-9-]* (?=\(|[A-Z]{4,8} ))"
+    r"|[a-z0-9][a-z0-9-]*-[a-z0-9]{5} [a-z0-9][a-z0-9-]* (?=\(|[A-Z]{4,8} )"
+    r"|[a-z][a-z0-9]*(?:-[a-z0-9]+)+ "
+    r"(?=\([A-Za-z_][\w:.-]* pid=\d|\[rank\d+\]:|\d{4}-\d{2}-\d{2}[ T]))"
 )
 
 #: docker compose's service column: ``vllm-server  | ``.
@@ -77,9 +92,10 @@ PROCESS = re.compile(
 
 #: vLLM's logger: ``INFO 09-21 12:34:56 [core.py:123]``, V0's ``core.py:123]``, no date;
 #: or, in a paste that kept only the level, the level word right before an exception
-#: line (``(Worker_TP1) ERROR KeyError: ..``).
+#: line (``(Worker_TP1) ERROR KeyError: ..``); a first line whose head the paste cut keeps
+#: the tail of its level word before the date (``RROR 12-18 19:47:34 engine.py:366]``).
 LOGGER = re.compile(
-    rf"^(?P<level>{_LEVELS}) +"
+    rf"^(?:(?P<level>{_LEVELS})|(?P<cut>{_CUT_LEVELS})(?= \d{{2}}-\d{{2}} )) +"
     r"(?:(?:(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)? +)?"
     r"(?:[\w-]*\[[^\]\s]+:\d+\]|[\w./-]+:\d+\]) ?"
     r"|(?=[A-Z][\w.]*(?:Error|Exception): ))"
@@ -92,7 +108,8 @@ LOGGER = re.compile(
 #: uvicorn's ``ERROR:    ``, kserve's ``1 kserve ERROR [f():1]``, vllm-ascend's
 #: ``[UC][E]``, CANN's ``[ERROR] date (PID:..)``, LLaMA-Factory's ``[INFO|date]
 #: name:12 >>``, lm-eval's ``date:time,ms LEVEL [file:12]``, DeepSpeed's ``[ERROR]
-#: [file.py:12:func]``, loguru's ``name:func:12 -`` (its level column peeled before).
+#: [file.py:12:func]``, loguru's ``name:func:12 -`` (its level column peeled before), Ray's
+#: Python logger's ``ERROR worker.py:427 -- `` (after the tab behind its timestamp).
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
     r"|[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ [\w./-]+:\d+\] "
@@ -101,6 +118,7 @@ FOREIGN = re.compile(
     rf"|\d{{4}}-\d{{2}}-\d{{2}}:\d{{2}}:\d{{2}}:\d{{2}}(?:,\d+)? (?:{_LEVELS}) +\[[^\]]+\] "
     rf"|\[(?:{_LEVELS})\] (?:\[[\w./<>-]+:\d+(?::[\w<>]+)?\] )?"
     r"|[\w.]+:[\w<>]+:\d+ - "
+    rf"|[ \t]*(?:{_LEVELS}) [\w.]+\.py:\d+ -- "
     r"|\[\d{4}-\d{2}-\d{2} [\d:,.]+ [EWIF] \d+ \d+\] (?:\(\w+\) )?[\w.]+:\d+: ?"
     r"| ?(?:TRACE|DEBUG|INFO|WARN|ERROR)[ \t]+[A-Za-z_][\w.]*(?:::[\w.]+)*: "
     rf"|(?:{_LEVELS}):[ \t]+(?=\S)"

@@ -51,6 +51,7 @@ LITERALS: tuple[bytes, ...] = (
     b"atal",
     b"fault",
     b"SIG",
+    b"xitcode",  # torch elastic's ``failed (exitcode: -11)``
     b"maximum context length",
     b'File "',  # a frame: stack pasted without its header or exception line (or indent)
     "失败".encode(),  # "failed", in Chinese-language pastes

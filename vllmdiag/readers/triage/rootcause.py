@@ -11,7 +11,8 @@ Then tiers, the earliest candidate of the first tier that has one wins (the proc
 failed first):
 0. exceptions, and strong death lines (a named process died, a fatal Python error,
    Ray's account of an actor's death in the ``ActorDiedError`` its receiver got);
-1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), the error a
+1. bare signal and OOM-kill notices (``Segmentation fault``, ``Killed``), a native
+   library's own error line (``CUDA Error: .. at x.cpp:62``), the error a
    wrapper quotes (the failing child's own output is not in view), the error message a
    process logged right above a traceback the paste cut before its exception line, and
    the error a process around vLLM relays on one line (see ``relays``);
@@ -68,7 +69,7 @@ SECONDARY = frozenset(
         "ResolutionImpossible",  # pip's closing line; the conflict it names is above
     }
 )
-_DEATH_TIER = {"strong": 0, "signal": 1, "follow-on": 3, "weak": 4}
+_DEATH_TIER = {"strong": 0, "signal": 1, "native": 1, "follow-on": 3, "weak": 4}
 
 
 @dataclass(frozen=True)

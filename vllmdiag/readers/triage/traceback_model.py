@@ -88,6 +88,7 @@ class OpenTraceback:
     header_error: bool = False  # the header line was logged as an error (or printed raw)
     header_line: int = 0
     notice: Link | None = None  # V0's notice, kept while its traceback may give the type
+    frame_indent: int = 0  # how far its last frame line is indented
 
     def close_link(self, kind: str | None = None) -> Link:
         link = Link(

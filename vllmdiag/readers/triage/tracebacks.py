@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-from vllmdiag.readers.triage.lines import Line, is_error_record
+from vllmdiag.readers.triage.lines import MAIN, Line, is_error_record
 from vllmdiag.readers.triage.traceback_model import (
     MAX_FRAMES,
     Frame,
@@ -277,6 +277,9 @@ class TracebackParser:
     ) -> None:
         self.above.pop(key, None)
         frames = self.orphans.pop(key, None)
+        if not frames and not near:
+            frames = self._untagged_frames_above(key, line)
+            near = bool(frames)
         st = OpenTraceback("", line.level, line.number, line.number, line.record, headless=True)
         if near and frames:
             st.frames = frames
@@ -287,6 +290,19 @@ class TracebackParser:
         if remote:
             st.close_link()
             st.relation, st.state = "remote", "frames"
+
+    def _untagged_frames_above(self, key: tuple[str, bool], line: Line) -> deque[Frame] | None:
+        """Frames printed without any prefix right above an exception line that has a
+        process tag (a paste, or a capture, that kept the tag on the exception line
+        alone): that exception's own stack."""
+        raw = (MAIN, False)
+        if key[0] == MAIN or not self.orphans.get(raw):
+            return None
+        if self.traceish.get(raw, -9) < line.number - 2:
+            return None
+        self.above.pop(raw, None)
+        self.orphan_start.pop(raw, None)
+        return self.orphans.pop(raw)
 
     def _frame_of(self, key: tuple[str, bool], line: Line, stripped: str) -> Frame | None:
         """The frame ``stripped`` is, as Python, IPython or rich prints one (a path
@@ -316,11 +332,13 @@ class TracebackParser:
     ) -> None:
         text = line.text
         frame = self._frame_of(key, line, stripped)
+        indent = len(text) - len(text.lstrip())
         if frame is not None:  # indented, or a paste (a relaying prefix) that lost the indent
             st.frames.append(frame)
+            st.frame_indent = indent
             return
         if (
-            text[:1] in (" ", "\t")
+            (text[:1] in (" ", "\t") and not _outdented_exception(st, indent, stripped))
             or not stripped
             or stripped.startswith(("[Previous line", "^"))
             or _ARROW.match(stripped)
@@ -356,6 +374,7 @@ class TracebackParser:
             # a line that names the exception again is another process relaying it
             # (``Runner failed with exception: ModuleNotFoundError(..)``), not its message
             and not (short and (f"{short}(" in stripped or f"{short}: " in stripped))
+            and not _another_exception(stripped)
         )
 
     def _after(self, st: OpenTraceback, key: tuple[str, bool], line: Line, stripped: str) -> bool:
@@ -440,10 +459,38 @@ def _frame(m: re.Match[str]) -> Frame:
     return Frame(m["file"], int(m["line"]), (m["func"] or "").strip())
 
 
+def _another_exception(stripped: str) -> bool:
+    """A line that is an exception line of its own (``vllm.v1.engine.exceptions.
+    EngineDeadError: ..`` below a paste's ``...``): the next exception, not the message's
+    continuation."""
+    m = _EXC.match(stripped)
+    return (
+        m is not None
+        and bool(m["msg"])
+        and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1]) is not None
+        and _exception_like(m["type"], False)
+    )
+
+
+def _outdented_exception(st: OpenTraceback, indent: int, stripped: str) -> bool:
+    """An indented line that is the exception line of a traceback a paste indented whole
+    (a quote block, a log viewer's margin): Python prints it two columns left of the
+    frames, and the indent keeps that."""
+    if not 0 < indent < st.frame_indent:
+        return False
+    m = _EXC.match(stripped)
+    return m is not None and m["msg"] is not None and _exception_like(m["type"], True)
+
+
 def _exception_like(typ: str, near: bool) -> bool:
     """A headless line's first word names an exception: by its name, or because a frame
     or source line of the same stream is right above it."""
     short = typ.rsplit(".", 1)[-1]
-    if not short[:1].isupper() or not any(c.islower() for c in short):
-        return False  # class names are CamelCase: not INFO, NCCL, or a lower-case word
-    return near or _EXC_NAME.search(short) is not None
+    named = _EXC_NAME.search(short) is not None
+    if not any(c.islower() for c in short):
+        return False  # class names are CamelCase: not INFO or NCCL
+    if not short[:1].isupper() and not (named and "." in typ):
+        # a lower-case word, unless a module's class named as an error (a binding's
+        # ``nixl._bindings.nixlBackendError``)
+        return False
+    return near or named
