@@ -286,10 +286,12 @@ def test_the_convention_is_written_down_and_names_every_kind_and_rule() -> None:
         "drift",
         "placement",
         "kernel",
+        "driver",
+        "loader",
         "dependency",
         "caller",
     }
-    for rule in ("request", "drift", "placement", "kernel"):
+    for rule in ("request", "drift", "placement", "kernel", "driver", "loader"):
         assert rule in (ROOT / "vllmdiag" / "readers" / "triage" / "catalogue.yaml").read_text()
 
 

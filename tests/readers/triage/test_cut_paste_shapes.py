@@ -12,25 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from vllmdiag.readers.triage import Catalogue, RootCause, triage_file
+from tests.support.triage import CATALOGUE, cause
+from vllmdiag.readers.triage import triage_file
 from vllmdiag.readers.triage.causes import header_states_error
 from vllmdiag.readers.triage.lines import normalise
 from vllmdiag.readers.triage.traceback_model import Traceback
-
-
-def _cause(tmp_path: Path, text: str) -> RootCause:
-    log = tmp_path / "paste.log"
-    log.write_text(text)
-    rc = triage_file(log, Catalogue.load(use_env=False)).root_cause
-    assert rc is not None, text
-    return rc
-
 
 _TAG = "(EngineCore_0 pid=532339) "
 
 
 def test_a_bindings_exception_named_lower_case_is_an_exception_line(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         _TAG + '  File "/usr/local/lib/python3.12/dist-packages/nixl/_api.py", line 266, in '
         "register_memory\n"
@@ -50,7 +42,7 @@ def test_a_bindings_exception_named_lower_case_is_an_exception_line(tmp_path: Pa
 def test_a_lower_case_word_with_a_colon_is_still_no_exception(tmp_path: Path) -> None:
     log = tmp_path / "paste.log"
     log.write_text("note: nothing failed here\nsomething else\n")
-    assert triage_file(log, Catalogue.load(use_env=False)).root_cause is None
+    assert triage_file(log, CATALOGUE).root_cause is None
 
 
 def test_rays_python_logger_record_is_peeled_after_its_tab() -> None:
@@ -61,7 +53,7 @@ def test_rays_python_logger_record_is_peeled_after_its_tab() -> None:
 
 
 def test_an_exception_line_indented_with_its_frames_is_read(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         ">  2025-05-30 06:29:14.119 1 uvicorn.error ERROR:    Traceback (most recent call last):\n"
         '    File "/kserve/kserve/model_server.py", line 297, in _serve\n'
@@ -82,7 +74,7 @@ def test_an_exception_line_indented_with_its_frames_is_read(tmp_path: Path) -> N
 
 
 def test_an_exception_line_below_a_papers_elision_is_not_the_message(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "ValueError: While loading /x/checkpoint-100, expected target modules in ['qkv'] but "
         "received ['mlp1.1']. Please verify that the loaded LoRA module is correct\n"
@@ -95,7 +87,7 @@ def test_an_exception_line_below_a_papers_elision_is_not_the_message(tmp_path: P
 
 
 def test_frames_without_the_tag_of_the_exception_line_are_its_stack(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         '  File "/venv/lib/python3.12/site-packages/torch/utils/cpp_extension.py", line 2522, '
         "in _run_ninja_build\n"
@@ -120,7 +112,7 @@ def test_a_container_name_in_front_of_a_process_tag_is_peeled() -> None:
 def test_a_first_line_whose_level_word_lost_its_head(tmp_path: Path) -> None:
     line = normalise("RROR 12-18 19:47:34 engine.py:366] ValueError: boom", 1)
     assert (line.level, line.text) == ("ERROR", "ValueError: boom")
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "RROR 12-18 19:47:34 engine.py:366] ValueError: Total number of attention heads (64) "
         "must be divisible by tensor parallel size (3).\n"
@@ -143,13 +135,13 @@ def test_a_first_line_whose_level_word_lost_its_head(tmp_path: Path) -> None:
     ],
 )
 def test_torch_elastics_report_of_a_killed_rank_is_a_death_line(tmp_path: Path, line: str) -> None:
-    rc = _cause(tmp_path, line + "\n")
+    rc = cause(tmp_path, line + "\n")
     assert (rc.type, rc.evidence, rc.origin) == ("", "death-line", "unknown")
 
 
 def test_an_executors_note_that_a_rank_is_dead_beats_the_stage_record(tmp_path: Path) -> None:
     tag = "(APIServer pid=150) ERROR 09-13 18:40:28 "
-    rc = _cause(
+    rc = cause(
         tmp_path,
         tag + "[multiproc_executor.py:398] Rank 2 scheduler is dead. Please check if there "
         "are relevant logs.\n"
@@ -168,7 +160,7 @@ def test_an_executors_note_that_a_rank_is_dead_beats_the_stage_record(tmp_path: 
 def test_a_native_libraries_error_line_stands_when_the_traceback_is_cut(
     tmp_path: Path,
 ) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "(LLMRayActor pid=347862) CUDA Error: out of memory at "
         "/workspace/csrc/cumem_allocator.cpp:62\n"
@@ -182,7 +174,7 @@ def test_a_native_libraries_error_line_stands_when_the_traceback_is_cut(
 
 
 def test_an_exception_beats_a_native_error_line(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n"
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
@@ -203,7 +195,7 @@ def test_a_frameworks_record_of_the_failed_step_is_no_root_cause(head: str) -> N
 
 
 def test_the_engine_cores_death_beats_the_frameworks_record_of_the_step(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "ERROR 01-29 08:37:48 [core_client.py:564] Engine core proc EngineCore_DP1 died "
         "unexpectedly, shutting down client.\n"

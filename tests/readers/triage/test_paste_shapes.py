@@ -5,38 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.paths import FIXTURES
-from vllmdiag.readers.triage import Catalogue, LogTriage, RootCause, triage_file
+from tests.support.triage import cause, fixture_cause, triage_text
 from vllmdiag.readers.triage.deaths import classify
 from vllmdiag.readers.triage.lines import normalise, unglue
-
-FIELD2 = FIXTURES / "logs" / "field2"
-CAT = Catalogue.load(use_env=False)
-
-
-def _triage(tmp_path: Path, text: str) -> LogTriage:
-    log = tmp_path / "excerpt.log"
-    log.write_text(text)
-    return triage_file(log, CAT)
-
-
-def _cause(tmp_path: Path, text: str) -> RootCause:
-    rc = _triage(tmp_path, text).root_cause
-    assert rc is not None
-    return rc
-
-
-def _fixture(name: str) -> RootCause:
-    rc = triage_file(FIELD2 / name, CAT).root_cause
-    assert rc is not None
-    return rc
-
 
 # markdown a paste wraps a line in, or glues in front of it
 
 
 def test_markdown_bold_exception_line_is_read_without_its_stars(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         '  File "/x/site-packages/vllm/entrypoints/llm.py", line 210, in __init__\n'
         "    engine_args = EngineArgs(\n"
@@ -46,24 +23,24 @@ def test_markdown_bold_exception_line_is_read_without_its_stars(tmp_path: Path) 
         "TypeError",
         "EngineArgs.__init__() got an unexpected keyword argument 'w'",
     )
-    fx = _fixture("lighteval_532_bold_exception_line_repeated.log")
+    fx = fixture_cause("field2", "lighteval_532_bold_exception_line_repeated.log")
     assert fx.message.endswith("'worker_use_ray'")  # neither stars nor the cut "(pi"
 
 
 def test_backticked_exception_line_is_read(tmp_path: Path) -> None:
-    rc = _cause(tmp_path, "`ValueError: Free memory on device (0.49/79.32 GiB) on startup`\n")
+    rc = cause(tmp_path, "`ValueError: Free memory on device (0.49/79.32 GiB) on startup`\n")
     assert (rc.type, rc.message) == (
         "ValueError",
         "Free memory on device (0.49/79.32 GiB) on startup",
     )
-    assert _fixture("omni_276_free_memory_backticked.log").type == "ValueError"
+    assert fixture_cause("field2", "omni_276_free_memory_backticked.log").type == "ValueError"
 
 
 def test_stars_glued_before_a_process_tag_are_peeled() -> None:
     line = normalise("****(EngineCore_DP0 pid=1804) RuntimeError: Worker failed with error 'x'", 1)
     assert line.process == "EngineCore_DP0 pid=1804"
     assert line.text.startswith("RuntimeError: Worker failed")
-    fx = _fixture("ascend_6242_stars_glued_worker_failed_cut.log")
+    fx = fixture_cause("field2", "ascend_6242_stars_glued_worker_failed_cut.log")
     assert fx.evidence == "wrapper-message" and fx.message.startswith(
         "Command '['/usr/bin/clang++'"
     )
@@ -95,7 +72,7 @@ def test_one_tag_quoted_inside_a_line_is_not_a_split() -> None:
 
 
 def test_lost_line_breaks_fixture_names_the_hub_error_and_its_process() -> None:
-    rc = _fixture("vastai_128_line_breaks_lost_hub_401.log")
+    rc = fixture_cause("field2", "vastai_128_line_breaks_lost_hub_401.log")
     assert rc.type == "huggingface_hub.errors.RepositoryNotFoundError"
     assert rc.process == "APIServer pid=2960"
     assert "Repository Not Found for url: https://huggingface.co/Qwen/" in rc.message
@@ -105,7 +82,7 @@ def test_lost_line_breaks_fixture_names_the_hub_error_and_its_process() -> None:
 
 
 def test_hub_error_message_goes_on_after_its_blank_line(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "Traceback (most recent call last):\n"
         '  File "/x/huggingface_hub/utils/_http.py", line 409, in hf_raise_for_status\n'
@@ -122,7 +99,7 @@ def test_hub_error_message_goes_on_after_its_blank_line(tmp_path: Path) -> None:
 
 
 def test_other_messages_still_end_at_a_blank_line(tmp_path: Path) -> None:
-    rc = _cause(tmp_path, "Traceback (most recent call last):\nValueError: bad\n\nunrelated\n")
+    rc = cause(tmp_path, "Traceback (most recent call last):\nValueError: bad\n\nunrelated\n")
     assert rc.message == "bad"
 
 
@@ -141,7 +118,7 @@ def test_raylet_tag_and_its_cxx_logger_are_peeled() -> None:
 
 
 def test_ray_memory_monitor_kill_is_the_death(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "(raylet) [2025-04-02 15:02:00,117 E 1 1] (raylet) node_manager.cc:3069: 1 Workers "
         "(tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to "
@@ -154,7 +131,7 @@ def test_ray_memory_monitor_kill_is_the_death(tmp_path: Path) -> None:
 
 
 def test_zero_workers_killed_is_no_death(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         "(raylet) 0 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
         "crashed due to other reasons\n",
@@ -165,12 +142,12 @@ def test_zero_workers_killed_is_no_death(tmp_path: Path) -> None:
 def test_syslog_octal_colours_and_a_hard_wrapped_report() -> None:
     line = normalise("#033[2m#033[33m(raylet)#033[0m [DATE] (raylet) node_manager.cc:3007: x", 1)
     assert line.process == "raylet"
-    rc = _fixture("vllm_1160_syslog_escaped_raylet_oom_wrapped.log")
+    rc = fixture_cause("field2", "vllm_1160_syslog_escaped_raylet_oom_wrapped.log")
     assert (rc.process, rc.message) == ("raylet", "2 Workers (tasks /")
 
 
 def test_fatal_signal_line_of_newer_vllm_is_a_strong_death(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "(LLMRayActor pid=10) CRITICAL 04-21 10:43:16 [core_client.py:361] Got fatal signal "
         "from worker processes, shutting down. See stack trace above for root cause issue.\n"
@@ -185,21 +162,23 @@ def test_fatal_signal_line_of_newer_vllm_is_a_strong_death(tmp_path: Path) -> No
 
 
 def test_container_init_exec_failure_is_the_death(tmp_path: Path) -> None:
-    rc = _cause(tmp_path, "ERROR (catatonit:2): failed to exec pid1: No such file or directory\n")
+    rc = cause(tmp_path, "ERROR (catatonit:2): failed to exec pid1: No such file or directory\n")
     assert (rc.evidence, rc.message) == (
         "death-line",
         "failed to exec pid1: No such file or directory",
     )
     tini = classify(normalise("[FATAL tini (7)] exec vllm failed: No such file or directory", 1))
     assert tini is not None and tini.message.startswith("[FATAL tini (7)] exec vllm failed")
-    assert _fixture("ramalama_2214_catatonit_exec_failed.log").evidence == "death-line"
+    assert (
+        fixture_cause("field2", "ramalama_2214_catatonit_exec_failed.log").evidence == "death-line"
+    )
 
 
 # the error a relaying process quotes
 
 
 def test_relayed_engine_death_names_the_original_error(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "Traceback (most recent call last):\n"
         '  File "/x/serving_chat.py", line 503, in chat_completion_stream_generator\n'
@@ -216,7 +195,7 @@ def test_relayed_engine_death_names_the_original_error(tmp_path: Path) -> None:
 
 
 def test_a_line_relaying_the_same_exception_is_not_its_message(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "Traceback (most recent call last):\n"
         '  File "/root/vllm.py", line 3, in <module>\n'
@@ -227,7 +206,7 @@ def test_a_line_relaying_the_same_exception_is_not_its_message(tmp_path: Path) -
 
 
 def test_an_elision_mark_is_not_the_message(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         'File "/x/vllm/attention/backends/abstract.py", line 59, in get_state_cls\n'
         "    raise NotImplementedError\n"
@@ -242,7 +221,7 @@ def test_an_elision_mark_is_not_the_message(tmp_path: Path) -> None:
 
 
 def test_error_logged_above_a_cut_traceback_is_the_root_cause(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "2024-10-25 12:21:14,974 xinference.api.restful_api 37502 ERROR    [address=1.2.3.4:5, "
         "pid=43525] Timed out after 601 seconds waiting for clients. 1/2 clients joined.\n"
@@ -255,7 +234,7 @@ def test_error_logged_above_a_cut_traceback_is_the_root_cause(tmp_path: Path) ->
 
 
 def test_logged_record_above_a_raw_traceback_counts(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "ERROR 2025-07-21 14:34:24.934 factory.py:62] Bfloat16 is only supported on GPUs with "
         "compute capability of at least 8.0.\n"
@@ -266,7 +245,7 @@ def test_logged_record_above_a_raw_traceback_counts(tmp_path: Path) -> None:
 
 
 def test_validation_body_above_a_cut_traceback_is_typed_as_pydantics() -> None:
-    rc = _fixture("xinference_4561_validation_header_cut.log")
+    rc = fixture_cause("field2", "xinference_4561_validation_header_cut.log")
     assert rc.type == "pydantic_core._pydantic_core.ValidationError"
     assert rc.message.startswith("You can update Transformers")
 
@@ -280,7 +259,7 @@ def test_stock_announcements_and_context_lines_above_a_cut_traceback_are_not_cau
         "ERROR:    Exception in ASGI application",
         "WARNING 05-18 12:25:44 [x.py:1] No module named 'foo'",  # a warning: it went on
     ):
-        t = _triage(
+        t = triage_text(
             tmp_path,
             f'{head}\nTraceback (most recent call last):\n  File "/x/y.py", line 1, in f\n',
         )
@@ -289,7 +268,7 @@ def test_stock_announcements_and_context_lines_above_a_cut_traceback_are_not_cau
 
 
 def test_a_line_further_up_is_not_the_header(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         "Compute log probs: failed 3 of 320\n"
         "(raylet) x\n(raylet) y\n(raylet) z\n"
@@ -302,7 +281,7 @@ def test_a_line_further_up_is_not_the_header(tmp_path: Path) -> None:
 
 
 def test_plain_ray_task_error_with_its_remote_traceback_cut_is_a_wrapper(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         "(EngineCore_DP0 pid=1088) ERROR 12-17 23:28:01 [core.py:866] ray.exceptions.RayTask"
         "Error: ray::RayWorkerWrapper.execute_method() (pid=285, ip=192.168.177.12)\n"
@@ -315,12 +294,12 @@ def test_plain_ray_task_error_with_its_remote_traceback_cut_is_a_wrapper(tmp_pat
 
 def test_remote_traceback_of_a_headless_task_error_is_read_with_its_frames() -> None:
     # no 'Traceback' header is in view, but the remote exception's own frames are
-    rc = _fixture("lmeval_2706_raytaskerror_relay_then_typeerror.log")
+    rc = fixture_cause("field2", "lmeval_2706_raytaskerror_relay_then_typeerror.log")
     assert (rc.type, rc.evidence, rc.process) == ("TypeError", "traceback", "main")
 
 
 def test_actor_creation_task_death_with_its_traceback_cut_names_no_cause(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         "Traceback (most recent call last):\n"
         '  File "/share/OpenRLHF/openrlhf/trainer/ray/vllm_engine.py", line 120, in <module>\n'
@@ -333,7 +312,7 @@ def test_actor_creation_task_death_with_its_traceback_cut_names_no_cause(tmp_pat
 
 
 def test_fatal_error_announcement_above_its_own_cut_traceback_is_no_cause(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         "name-6c8f9c4df6-vh88z vllm (EngineCore_DP0 pid=296) ERROR 10-27 22:25:30 [core.py:710] "
         "EngineCore encountered a fatal error.\n"
@@ -357,7 +336,7 @@ def test_pod_name_and_container_are_peeled() -> None:
 
 
 def test_failure_phrase_quoting_a_typed_error_is_read_as_a_wrapper(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "I1115 02:58:49.477216 1 pb_stub.cc:325] Failed to initialize Python stub: TypeError: "
         "'NoneType' object is not subscriptable\n\nAt:\n  /opt/x/model.py(75): initialize\n",
@@ -367,7 +346,7 @@ def test_failure_phrase_quoting_a_typed_error_is_read_as_a_wrapper(tmp_path: Pat
         "TypeError",
         "'NoneType' object is not subscriptable",
     )
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "Failed to import python 'vllm' module. Are we running in the correct venv? "
         "AttributeError: class must define a '_type_' attribute\n",
@@ -376,23 +355,23 @@ def test_failure_phrase_quoting_a_typed_error_is_read_as_a_wrapper(tmp_path: Pat
 
 
 def test_a_servers_failed_to_start_record_is_read_only_at_error_level(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start "
         "model server: integer division or modulo by zero\n",
     )
     assert rc.message == "Failed to start model server: integer division or modulo by zero"
-    t = _triage(tmp_path, "INFO 07-01 07:28:04 [x.py:1] Failed to load plugin foo: retrying\n")
+    t = triage_text(tmp_path, "INFO 07-01 07:28:04 [x.py:1] Failed to load plugin foo: retrying\n")
     assert t.root_cause is None
 
 
 def test_chinese_failure_phrase_gives_its_reason(tmp_path: Path) -> None:
-    rc = _cause(tmp_path, "模型加载失败: Using V1 LLMEngine, but envs.VLLM_USE_V1=False.\n")
+    rc = cause(tmp_path, "模型加载失败: Using V1 LLMEngine, but envs.VLLM_USE_V1=False.\n")
     assert rc.message == "Using V1 LLMEngine, but envs.VLLM_USE_V1=False."
 
 
 def test_relayed_request_length_error_of_vllm(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "\"This model's maximum context length is 8192 tokens. However, you requested 8598 "
         'tokens (3478 in the messages, 5120 in the completion). Please reduce the length.", '
@@ -404,7 +383,7 @@ def test_relayed_request_length_error_of_vllm(tmp_path: Path) -> None:
 
 
 def test_clap_command_line_error_is_a_cli_error(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "(setup pid=1293) error: unexpected argument '--torch-backend' found\n"
         "(setup pid=1293)   tip: a similar argument exists: '--no-cache'\n",
@@ -420,7 +399,7 @@ def test_clap_command_line_error_is_a_cli_error(tmp_path: Path) -> None:
 
 
 def test_error_message_pasted_above_its_frames(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "'LLMEngine' object has no attribute 'model_executor'\n"
         '  File "/root/dpo/online_dpo.py", line 270, in _generate_vllm\n'
@@ -431,7 +410,7 @@ def test_error_message_pasted_above_its_frames(tmp_path: Path) -> None:
 
 
 def test_frames_under_a_plain_line_are_no_cause(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         'Loading the model now\n  File "/root/x.py", line 2, in f\n    g()\n',
     )
@@ -439,7 +418,7 @@ def test_frames_under_a_plain_line_are_no_cause(tmp_path: Path) -> None:
 
 
 def test_source_line_that_lost_its_indent_is_not_the_exception(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "Traceback (most recent call last):\n"
         "generation_kwargs.update(self.args.generation_kwargs)\n"
@@ -450,7 +429,7 @@ def test_source_line_that_lost_its_indent_is_not_the_exception(tmp_path: Path) -
 
 
 def test_error_quoted_as_one_escaped_string_is_its_last_line(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         'E1027 15:54:53.431777 1342 model.py:502] "[vllm] Error generating stream: \\u001B[36m'
         "ray::RayWorkerWrapper.execute_method()\\u001B[39m (pid=123, ip=10.0.0.1)\\n  At least "
@@ -469,7 +448,7 @@ def test_error_quoted_as_one_escaped_string_is_its_last_line(tmp_path: Path) -> 
 
 
 def test_rays_repeated_suffix_is_not_part_of_the_message(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "(RayWorkerWrapper pid=5) ValueError: The model's max seq len (4096) is larger than the "
         "maximum number of tokens that can be stored in KV cache (3664). [repeated 7x across "
@@ -487,7 +466,7 @@ def test_syslogs_message_repeated_wrapper_is_unwrapped() -> None:
 def test_rays_unhandled_error_names_the_task_that_raised_not_the_relaying_actor(
     tmp_path: Path,
 ) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "(ActorModelRayActor pid=700388) Unhandled error (suppress with "
         "'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::LLMRayActor.init_process_group() (pid=700386, "
@@ -505,14 +484,14 @@ def test_rays_unhandled_error_names_the_task_that_raised_not_the_relaying_actor(
 
 
 def test_a_signal_handlers_notice_its_process_logs_on_after_is_no_death(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         "[mlp-dgx-01:45435:0:45788] Caught signal 11 (Segmentation fault: address not mapped "
         "to object at address 0x7f48000689dc)\n"
         "INFO 05-18 12:25:44 [kv_cache_utils.py:637] GPU KV cache size: 442,160 tokens\n",
     )
     assert t.root_cause is None
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "INFO 05-18 12:25:43 [gpu_model_runner.py:1521] Model loading took 14.9889 GiB\n"
         "[mlp-dgx-01:45435:0:45788] Caught signal 11 (Segmentation fault: address not mapped "
@@ -522,7 +501,7 @@ def test_a_signal_handlers_notice_its_process_logs_on_after_is_no_death(tmp_path
 
 
 def test_a_validation_errors_body_line_alone_is_the_error(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "It got the following error:\n"
         "Value error, User-specified max_model_len (131072) is greater than the derived "

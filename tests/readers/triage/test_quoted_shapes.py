@@ -7,27 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vllmdiag.readers.triage import Catalogue, LogTriage, RootCause, triage_file
-
-CAT = Catalogue.load(use_env=False)
-
-
-def _triage(tmp_path: Path, text: str) -> LogTriage:
-    log = tmp_path / "excerpt.log"
-    log.write_text(text)
-    return triage_file(log, CAT)
-
-
-def _cause(tmp_path: Path, text: str) -> RootCause:
-    rc = _triage(tmp_path, text).root_cause
-    assert rc is not None
-    return rc
+from tests.support.triage import cause, triage_text
 
 
 def test_a_typed_error_quoted_in_backticks_in_prose_is_its_exception_line(
     tmp_path: Path,
 ) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "After upgrading, `vllm serve` exits at once with "
         "`RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
@@ -43,7 +29,7 @@ def test_a_typed_error_quoted_in_backticks_in_prose_is_its_exception_line(
 def test_an_untyped_argument_error_quoted_in_backticks_is_read_without_a_type(
     tmp_path: Path,
 ) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "With the new release our launcher breaks: `LLM.__init__() got an unexpected "
         "keyword argument 'swap_space'` since the option was dropped.\n",
@@ -53,7 +39,7 @@ def test_an_untyped_argument_error_quoted_in_backticks_is_read_without_a_type(
 
 
 def test_backticked_code_that_is_no_error_is_not_a_root_cause(tmp_path: Path) -> None:
-    t = _triage(
+    t = triage_text(
         tmp_path,
         "Run `vllm serve Qwen/Qwen3-8B --max-model-len 8192` and then "
         "`curl localhost:8000/v1/models`; the ValueError page explains more.\n",
@@ -62,7 +48,7 @@ def test_backticked_code_that_is_no_error_is_not_a_root_cause(tmp_path: Path) ->
 
 
 def test_an_indented_exception_line_with_no_frame_near_is_read(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "I run the server with --quantization gptq and get:\n"
         "\n"
@@ -76,7 +62,7 @@ def test_an_indented_exception_line_with_no_frame_near_is_read(tmp_path: Path) -
 def test_an_indented_source_line_under_a_frame_is_not_an_exception_line(
     tmp_path: Path,
 ) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "Traceback (most recent call last):\n"
         '  File "/x/site-packages/vllm/config.py", line 40, in verify\n'
@@ -87,7 +73,7 @@ def test_an_indented_source_line_under_a_frame_is_not_an_exception_line(
 
 
 def test_pips_resolver_refusing_an_install_is_the_root_cause(tmp_path: Path) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "Collecting vllm==0.5.4\n"
         "ERROR: Cannot install vllm==0.5.4 and torch==2.5.1 because these package versions "
@@ -113,7 +99,7 @@ def test_pips_resolver_refusing_an_install_is_the_root_cause(tmp_path: Path) -> 
 def test_a_failure_that_quotes_the_exceptions_repr_is_read_as_that_exception(
     tmp_path: Path,
 ) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "INFO 09-02 10:01:12 __init__.py:183] Automatically detected platform cuda.\n"
         "WARNING 09-02 10:01:13 _custom_ops.py:20] Failed to import from vllm._C with "
@@ -130,7 +116,7 @@ def test_a_failure_that_quotes_the_exceptions_repr_is_read_as_that_exception(
 def test_a_quoted_repr_warning_gives_way_to_the_traceback_that_ended_the_run(
     tmp_path: Path,
 ) -> None:
-    rc = _cause(
+    rc = cause(
         tmp_path,
         "WARNING 09-02 10:01:13 _custom_ops.py:20] Failed to import from vllm._C with "
         "ImportError('libcudart.so.12: cannot open shared object file')\n"

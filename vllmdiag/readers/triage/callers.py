@@ -38,11 +38,36 @@ WRAPPERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "ramalama",
         re.compile(r"\bramalama\b|\bRAMALAMA\b|ramalama_\w+|/mnt/models/model\.file", re.I),
     ),
+    ("openllm", re.compile(r"\bopenllm (?:build|start|serve|run)\b|\bBentoLLM\b")),
 )
 #: Literals the log reader searches every block for, so those lines reach the watch.
-LITERALS: tuple[bytes, ...] = (b"amalama", b"AMALAMA", b"/mnt/models/model.file")
+LITERALS: tuple[bytes, ...] = (
+    b"amalama",
+    b"AMALAMA",
+    b"/mnt/models/model.file",
+    b"openllm ",
+    b"BentoLLM",
+)
 #: The same, as lower-case text: a line holding one is asked which wrapper it shows.
-WRAPPER_HINTS: tuple[str, ...] = ("amalama", "/mnt/models/model.file")
+WRAPPER_HINTS: tuple[str, ...] = ("amalama", "/mnt/models/model.file", "openllm ", "bentollm")
+
+
+#: Frameworks that drive vLLM by the words only their own log lines have (RAGFlow's
+#: ``Fail to access model(VLLM/x).`` when it relays an error of its model call).
+FRAMEWORK_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("ragflow", re.compile(r"\bFail to access model\(")),
+    # production-stack's router: its config watcher and its package
+    ("vllm_router", re.compile(r"\bDynamicConfigWatcher\b|\bvllm_router\b")),
+)
+FRAMEWORK_HINTS: tuple[str, ...] = ("access model(", "DynamicConfigWatcher", "vllm_router")
+
+
+def framework_line(text: str) -> str | None:
+    """The framework whose own line ``text`` is, or None."""
+    for name, pattern in FRAMEWORK_LINES:
+        if pattern.search(text):
+            return name
+    return None
 
 
 def wrapper_in(text: str) -> str | None:
@@ -109,7 +134,28 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "ragen",
         "simple_evals",
         "bespokelabs",
+        "bentovllm",
+        "vllm_tgis_adapter",
+        "vllm_omni",
+        "lmcache_vllm",
+        "dsp",
+        "vllm_router",
+        "unsloth",
+        "unsloth_zoo",
     }
+)
+#: Companion packages of the vLLM organisation that are released with each vLLM release
+#: and must match it: one asking for what the installed vLLM does not have is the
+#: installed pair, not code to change.
+LOCKSTEP: frozenset[str] = frozenset(
+    {"vllm_omni", "vllm_ascend", "vllm_gaudi", "vllm_spyre", "vllm_metal", "tpu_inference"}
+)
+#: Frameworks whose code lies in a folder of another name, by a stretch of the path:
+#: KServe's Hugging Face server, Triton's vLLM backend.
+_PATH_PROJECTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:^|/)huggingfaceserver/"), "kserve"),
+    (re.compile(r"(?:^|/)tritonserver/backends/vllm/"), "triton-vllm-backend"),
+    (re.compile(r"(?:^|/)unsloth_compiled_cache/"), "unsloth"),
 )
 #: The other names a project goes by (its distribution, its repository), by the name
 #: triage gives it (its package's, as a frame's path shows it): one party, however a
@@ -130,6 +176,15 @@ PROJECT_NAMES: dict[str, frozenset[str]] = {
     "agentlightning": frozenset({"agent-lightning"}),
     "xinference": frozenset({"inference"}),
     "ray": frozenset({"ray-llm", "ray-serve"}),
+    "kserve": frozenset({"huggingfaceserver"}),
+    "vllm_tgis_adapter": frozenset({"vllm-tgis-adapter"}),
+    "vllm_omni": frozenset({"vllm-omni"}),
+    "lmcache_vllm": frozenset({"lmcache-vllm"}),
+    "dsp": frozenset({"dspy"}),
+    "vllm_router": frozenset({"production-stack"}),
+    "triton-vllm-backend": frozenset(
+        {"vllm_backend", "triton vllm_backend", "triton-inference-server/vllm_backend"}
+    ),
     # the libraries vLLM uses, by their import name
     "cutlass": frozenset({"nvidia-cutlass-dsl", "cutlass-dsl"}),
     "flashinfer": frozenset({"flashinfer-python"}),
@@ -168,6 +223,8 @@ def same_project(a: str, b: str) -> bool:
 _SCRIPT_DIRS = frozenset(
     {"demo", "demos", "basic_demo", "examples", "example", "scripts", "inference", "cookbook"}
 )
+#: A checkout unpacked from a GitHub archive: ``<repository>-main``, ``<repository>-master``.
+_ARCHIVE = re.compile(r"^(?P<name>[\w.-]+?)-(?:main|master)$")
 #: Folder names that are a machine's, never a project's.
 _GENERIC = frozenset(
     {
@@ -202,6 +259,10 @@ def project_of(path: str) -> str | None:
     """The project whose checkout a script lies in, where its folder says so: the folder
     above a scripts folder (``.../GLM-4/basic_demo/glm_server.py``: GLM-4), or None."""
     parts = [p for p in path.replace("\\", "/").split("/") if p][:-1]
+    for part in reversed(parts):
+        archive = _ARCHIVE.match(part)
+        if archive is not None:
+            return archive["name"]
     for i in range(len(parts) - 1, 0, -1):
         if parts[i].lower() in _SCRIPT_DIRS:
             parent = parts[i - 1]
@@ -215,11 +276,15 @@ def project_of(path: str) -> str | None:
 
 def framework_in(path: str) -> str | None:
     """The framework whose checkout a frame's path lies in (``.../sglang/python/sglang/
-    srt/x.py``: sglang), or None."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p][:-1]
+    srt/x.py``: sglang; ``.../BentoVLLM/x/utils.py``: bentovllm), or None."""
+    norm = path.replace("\\", "/")
+    for pattern, project in _PATH_PROJECTS:
+        if pattern.search(norm):
+            return project
+    parts = [p for p in norm.split("/") if p][:-1]
     for part in reversed(parts):
-        if part in FRAMEWORKS:
-            return part
+        if part.lower() in FRAMEWORKS:
+            return part.lower()
     return None
 
 
@@ -236,9 +301,19 @@ def frameworks_seen(tracebacks: Iterable[HasLinks]) -> str | None:
 
 
 def _framework_of(path: str) -> str | None:
+    """The framework a frame's file is of: an installed package of one, its checkout,
+    or a package installed in a virtual environment inside its checkout
+    (``.../kserve/python/huggingfaceserver/.venv/lib/python3.10/site-packages/x``)."""
     p = path.replace("\\", "/")
     site = _SITE.search(p)
     if site:
         top = site["rest"].split("/", 1)[0]
-        return top if top in FRAMEWORKS else None
+        if top in FRAMEWORKS:
+            return top
+        venv = _VENV.search(p[: site.start()])
+        return framework_in(p[: venv.start()] + "/x") if venv else None
     return framework_in(p)
+
+
+#: A virtual environment's folder inside a project's checkout.
+_VENV = re.compile(r"/\.?venv[\w.-]*/lib(?:64)?/python[\d.]+$")

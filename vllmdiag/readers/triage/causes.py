@@ -27,6 +27,7 @@ _STOCK = re.compile(
     r"^(?:Process [\w-]+|Exception in [\w .-]+|Error (?:in|executing|while|during) [^:]*"
     r"|(?:Unhandled|Uncaught) exception[^:]*|Task exception was never retrieved"
     r"|EngineCore (?:failed to start|hit an exception|encountered a fatal error)"
+    r"|AsyncLLM output_handler failed"
     r"|WorkerProc (?:hit an exception|failed to start)[^:]*"
     r"|An? (?:error|exception) (?:occurred|was raised|happened)[^:]*|Traceback.*)[.:!]?$"
     r"|:$"
@@ -49,6 +50,18 @@ _SAYS_WHAT_FAILED = re.compile(
 #: header line (``pydantic_core._pydantic_core.ValidationError: 1 validation error for
 #: ModelConfig``) is what a cut paste loses.
 _PYDANTIC_BODY = re.compile(r"\[type=\w+, input_value=")
+#: What ``logger.error(e)`` writes of an exception whose ``str`` is no sentence: a
+#: ``KeyError``'s quoted key (``'layers.0.mlp.down_proj.weight.absmax'``).
+_QUOTED_KEY = re.compile(r"^'[^'\s]{3,}'$")
+#: What a framework logs around an error it caught: its context, a colon, then the
+#: error's own words (``Error provisioning model instance X: Failed to get ..``).
+_CONTEXT_THEN_ERROR = re.compile(
+    r"^(?:Error|Failed|Exception) (?:\w+ing|in|while|during|when)\b[^:]{0,100}: (?P<msg>\S.*)$"
+)
+#: What ``logger.error(repr(e))`` writes: ``IndexError('tuple index out of range')``.
+_REPR_ERROR = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))\((?P<q>['\"])(?P<msg>.*)(?P=q),?\)$"
+)
 PYDANTIC_ERROR = relays.PYDANTIC_ERROR
 
 
@@ -96,6 +109,7 @@ def _cause(
     where: tuple[str, str | None] | None = None,
     rule: tuple[str, str] | None = None,
     context: str = "",
+    cut_stack: bool = False,
 ) -> RootCause:
     message = without_neighbours(message)
     h = match(cat, typ, message, files or [], ev.vllm_version, funcs or [])
@@ -116,8 +130,10 @@ def _cause(
             framework=ev.framework,
             vllm_version=ev.vllm_version,
             vllm_change=ev.vllm_change,
+            failed_plugin=ev.failed_plugin,
             tool_dirs=ev.tool_dirs,
         ),
+        cut_stack=cut_stack,
     )
     return RootCause(
         type=typ,
@@ -217,6 +233,7 @@ def from_link(
         files=[f.file for f in frames],
         funcs=[f.func for f in frames],
         frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
+        cut_stack=cut is not None and not link.frames,
     )
 
 
@@ -227,12 +244,20 @@ def header_states_error(tb: Traceback) -> bool:
     head = tb.header.strip()
     if not tb.header_error or len(head) < 8 or not any(c.isalpha() for c in head):
         return False
+    if _QUOTED_KEY.match(head) or _REPR_ERROR.match(head):
+        return True
     return _STOCK.search(head) is None and _SAYS_WHAT_FAILED.search(head) is not None
 
 
 def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
     head = tb.header.strip()
     typ = PYDANTIC_ERROR if _PYDANTIC_BODY.search(head) else ""
+    logged = _REPR_ERROR.match(head)
+    context = _CONTEXT_THEN_ERROR.match(head)
+    if logged is not None:  # the exception's repr: its type and message
+        typ, head = logged["type"], logged["msg"]
+    elif context is not None:  # a framework's context, then the error's own words
+        head = context["msg"]
     what = "its frames" if tb.headless else "a traceback"
     at = tb.header_line or tb.first_line
     why = (
@@ -259,6 +284,7 @@ def from_header(tb: Traceback, cat: Catalogue, ev: Evidence) -> RootCause:
         files=[f.file for f in frames],
         funcs=[f.func for f in frames],
         frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
+        cut_stack=True,
     )
 
 
@@ -269,6 +295,8 @@ def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> Ro
     r = ev.relay
     assert r is not None
     frames = [f for k in cut.links for f in k.frames] if cut is not None and r.own else []
+    files = [f.file for f in frames] or [f for f, _ in r.frames]
+    funcs = [f.func for f in frames] or [fn for _, fn in r.frames]
     body = r.type == PYDANTIC_ERROR or r.own  # the error's own line, not a relay of it
     why = (
         f"a pydantic validation error's own line (line {r.line}); its header line, which "
@@ -288,6 +316,11 @@ def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> Ro
             f"; its frames are those of the traceback cut before its exception line (line "
             f"{cut.first_line})" + (f", raised in {_in_words(raised_in)}" if raised_in else "")
         )
+    elif r.frames:
+        raised_in = _raised_in(*place_of([_File(f) for f in files], ev.tool_dirs))
+        why += "; its frames are those the relaying line lists after it" + (
+            f", raised in {_in_words(raised_in)}" if raised_in else ""
+        )
     message = r.message
     if r.pip and ev.pip_causes:
         message += f" The conflict is caused by: {ev.pip_causes}"
@@ -303,11 +336,19 @@ def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> Ro
         evidence="exception-line" if body else "wrapper-message",
         raised_in=raised_in,
         rule=ev.pip_blame if r.pip else None,
-        files=[f.file for f in frames],
-        funcs=[f.func for f in frames],
-        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:]),
+        files=files,
+        funcs=funcs,
+        frames=tuple(f"{f.file}:{f.line} in {f.func}" for f in frames[-3:])
+        or tuple(f"{f} in {fn}" for f, fn in r.frames[-3:]),
         context=r.context,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _File:
+    """A frame known only by its file (what ``place_of`` reads)."""
+
+    file: str
 
 
 def from_death(d: Death, cat: Catalogue, ev: Evidence) -> RootCause:
@@ -399,15 +440,32 @@ def cli(err: tuple[int, str, str] | None, cat: Catalogue, ev: Evidence) -> RootC
         reason=f"the command line was refused before anything ran (line {line})",
         evidence="cli-error",
         raised_in=None,
-        rule=(
-            (
-                f"caller:{ev.wrapper}",
-                f"{ev.wrapper} built this vLLM command line, and vLLM refused arguments it passed",
-            )
-            if ev.wrapper
-            else None
-        ),
+        rule=_cli_rule(msg, ev),
     )
+
+
+#: A Python list's or dict's repr as an argument's value (``--common-configs ['model',
+#: 'block-size']``): no one types that; a program built the command line.
+_REPR_VALUE = re.compile(r"\[(?:'[^']*'|\"[^\"]*\")(?:, (?:'[^']*'|\"[^\"]*\"))*\]|\{'[\w-]+': ")
+
+
+def _cli_rule(msg: str, ev: Evidence) -> tuple[str, str] | None:
+    """Whose a refused command line is, where the log shows who built it: a wrapper
+    named in the log, or a value only a program writes (then which one is not in view);
+    None: the catalogue's reading (the user's own command)."""
+    if ev.wrapper:
+        return (
+            f"caller:{ev.wrapper}",
+            f"{ev.wrapper} built this vLLM command line, and vLLM refused arguments it passed",
+        )
+    if _REPR_VALUE.search(msg):
+        return (
+            "unknown",
+            "the refused argument's value is a Python list's or dict's repr, which a program "
+            "writes, not a person: a tool built this command line, and which one is not in "
+            "view",
+        )
+    return None
 
 
 def _raised_in(place: str | None, package: str | None) -> str | None:

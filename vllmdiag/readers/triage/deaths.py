@@ -135,6 +135,18 @@ RULES: tuple[_Rule, ...] = (
         _manager,
         from_match=True,
     ),
+    # a deployment harness's report that the engine's container crashed (llm-d's
+    # benchmark harness; kubelet's back-off): the pod is the process that died
+    _Rule(
+        re.compile(
+            r"(?:❌ )?Crashed container in pod:? (?P<pod>[\w.-]+)"
+            r"|Back-off restarting failed container \S+ in pod (?P<bpod>[\w.-]+)"
+        ),
+        "strong",
+        "unknown",
+        lambda m, p: m["pod"] or m["bpod"],
+        from_match=True,
+    ),
     # an executor's report that a process it started is gone (vllm-omni's stage
     # executor: ``Rank 2 scheduler is dead. Please check if there are relevant logs.``)
     _Rule(re.compile(r"^Rank \d+ [\w-]+ is dead\b"), "strong", "unknown"),

@@ -16,6 +16,13 @@ _OPEN_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
 _ORIGINAL = re.compile(
     r"find the original error: (?P<type>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*?)(?P=q)\)"
 )
+#: The error body an HTTP client quotes (``Error code: 400 - {'object': 'error',
+#: 'message': '..', 'type': 'BadRequestError', ..}``): the server's message and type.
+_BODY_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\})")
+_BODY_TYPE = re.compile(r"'type': '(?P<type>\w+)'")
+_REQUEST_FAILED = re.compile(r"^Request failed: [45]\d\d\b")
+#: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
+_LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
 
 
@@ -26,6 +33,17 @@ def quoted(link: Link) -> tuple[str, str] | None:
     o = _ORIGINAL.search(link.message)
     if o:
         return o["type"], o["msg"]
+    labelled = _LABELLED.search(link.message)
+    if labelled:
+        return "", labelled["msg"]
+    if link.message.startswith("Error code: "):
+        body = _BODY_MESSAGE.search(link.message)
+        if body:
+            t = _BODY_TYPE.search(link.message[body.end() :])
+            typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
+            return typ, body["msg"]
+    if _REQUEST_FAILED.match(link.message):
+        return link.short_type, link.message
     m = _QUOTE.search(link.message)
     inner = m["inner"] if m else None
     if inner is None:

@@ -44,7 +44,9 @@ class Line:
 
 
 #: Loggers' records that are errors (the level word of a foreign logger's prefix).
-_ERROR_RECORD = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|^\[E\d|\[E\]")
+_ERROR_RECORD = re.compile(
+    r"\b(?:ERROR|CRITICAL|FATAL)\b|^\[E\d|\[E\]|^\[\d{4}-\d{2}-\d{2} [\d:,.]+ [EF] \d+ \d+\]"
+)
 
 
 def is_error_record(line: Line) -> bool:
@@ -82,6 +84,13 @@ def _tag(text: str) -> tuple[str, str] | None:
     return proc, text[p.end() :]
 
 
+#: vLLM's own processes, as their tags name them.
+_VLLM_PROCESS = re.compile(
+    r"^(?:EngineCore(?:_DP\d+)?|Worker(?:_[A-Z]+\d+)*|APIServer|ApiServer|VllmWorker(?:Process)?)"
+    r"(?: rank=\d+| \(\w+\))? pid="
+)
+
+
 def _peel(text: str) -> tuple[str, str]:
     """Capture layers and process tags off the front; the innermost tag names the
     process (vLLM's own tag inside a Ray or engine tag)."""
@@ -114,7 +123,12 @@ def _peel(text: str) -> tuple[str, str]:
             continue
         tagged = _tag(text) or (_tag(text.lstrip()) if text[:1] == " " else None)
         if tagged:
-            process, text = tagged
+            # torch's ``[rankN]:`` inside a vLLM engine process's tag labels that
+            # process's rank; the process stays the one vLLM's tag names
+            # (``(EngineCore pid=1) [rank0]:``); inside a framework's actor it names it
+            if not (tagged[0].startswith("rank") and _VLLM_PROCESS.match(process)):
+                process = tagged[0]
+            text = tagged[1]
             continue
         m = px.POD.match(text) or px.COMPOSE.match(text)
         if m:
@@ -128,16 +142,55 @@ def _peel(text: str) -> tuple[str, str]:
 _TAG_ANYWHERE = re.compile(r"\([A-Za-z][\w-]*(?: \(\w+\)| rank=\d+)? pid=\d+(?:, ip=[^)]*)?\)")
 
 
+#: A source line and the exception line glued by a lost line break (``raise
+#: AttributeError(AttributeError: 'X' object has no attribute 'y'``).
+_RAISE_GLUED = re.compile(
+    r"^(?P<src>\s*(?:\([^)]*\)\s*)*raise [\w.]+\()"
+    r"(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception): \S.*)$"
+)
+
+
 def unglue(raw: str) -> list[str]:
     """A line whose line breaks a paste lost, back in its lines: where the same process
     tag recurs inside one line, each occurrence starts a line of its own
     (``(APIServer pid=1)   File "..."(APIServer pid=1)     raise X``); a traceback
     flattened into one line without tags is split at its header, its frames and its
     exception line (see :func:`unflatten`). A line naming a tag once (a Ray task error's
-    ``(pid=7, ip=..)``, a message quoting one) is left whole."""
+    ``(pid=7, ip=..)``, a message quoting one) is left whole. A line that starts with
+    vLLM's logger prefix and holds another one (``ERROR 08-04 07:35:11 [core.py:515]
+    ^^^^ ERROR 08-04 07:35:11 [core.py:515] OSError: ..``) is two records."""
     if 'File "' in raw and (raw.count('File "') > 1 or _TB_HEAD in raw):
         return [line for part in _untag(raw) for line in unflatten(part)]
-    return _untag(raw)
+    if "raise " in raw:
+        glued = _RAISE_GLUED.match(raw)
+        if glued:
+            return [glued["src"], glued["exc"]]
+    return [record for part in _untag(raw) for record in _unrecord(part)]
+
+
+#: vLLM's logger prefix with its date (``ERROR 08-04 07:35:11 [core.py:515]``), at a
+#: line's start (after any process tag) and again further on.
+_RECORD_HEAD = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} \[[\w.-]+:\d+\]"
+)
+_RECORD_AGAIN = re.compile(
+    r"(?<=\s)(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2} \[[\w.-]+:\d+\]"
+)
+
+
+def _unrecord(raw: str) -> list[str]:
+    """A line holding two of vLLM's log records, split where the second one starts (it
+    keeps the first one's process tag)."""
+    if raw.count(":") < 6:
+        return [raw]
+    first = _RECORD_HEAD.search(raw, 0, 160)
+    if first is None:
+        return [raw]
+    again = _RECORD_AGAIN.search(raw, first.end())
+    if again is None:
+        return [raw]
+    tag = raw[: first.start()]
+    return [raw[: again.start()].rstrip(), *_unrecord(tag + raw[again.start() :])]
 
 
 _TB_HEAD = "Traceback (most recent call last):"
@@ -295,8 +348,12 @@ _NEIGHBOUR = re.compile(
 
 
 def without_neighbours(message: str) -> str:
-    """``message`` cut where the next record or a deduplicator's note was glued to it."""
+    """``message`` cut where the next record or a deduplicator's note was glued to it, and
+    without the markdown bold a paste wrapped it in (``**message**``)."""
     if len(message) < 8:
         return message
     m = _NEIGHBOUR.search(message, 1)
-    return message[: m.start()].rstrip() if m else message
+    message = message[: m.start()].rstrip() if m else message
+    if message.startswith("**") and message.endswith("**") and len(message) > 4:
+        message = message[2:-2].strip()
+    return message

@@ -25,7 +25,7 @@ from vllmdiag.readers.triage.origin import Place
 
 _LOOKUP_FUNCS = frozenset({"__getattr__", "__getattribute__"})
 _TORCH_MODULE = re.compile(r"torch/nn/modules/module\.py$")
-_DISPATCH = re.compile(r"torch/(?:_ops\.py|_library/[\w/]+\.py)$")
+_DISPATCH = re.compile(r"torch/(?:_ops\.py|_library/[\w/]+\.py|autograd/function\.py)$")
 #: vLLM's own layer classes (torch modules): an attribute one lacks was asked for by
 #: vLLM's model or weight-loading code.
 _VLLM_LAYER = re.compile(
@@ -38,6 +38,24 @@ _ATTR = re.compile(r"has no attribute '?(?P<attr>\w+)")
 _VLLM_PRIVATE = re.compile(
     r"^'(?P<cls>_?(?:Async)?LLMEngine|_AsyncLLMEngine|MQLLMEngine|AsyncLLM|EngineCore\w*"
     r"|\w*ModelRunner\w*|VllmConfig|Scheduler)' object has no attribute '(?P<attr>_\w+)'"
+)
+
+
+#: One of vLLM's internal classes (attention metadata, runners, workers, scheduler
+#: output) lacking an attribute: only vLLM's code (or the platform plugin that subclasses
+#: it) asks for one, so the asker is vLLM even with no frame in view.
+_VLLM_INTERNAL = re.compile(
+    r"^'(?P<cls>\w*(?:AttentionMetadata(?:Builder)?|AttentionImpl|AttentionBackend"
+    r"|ModelRunner\w*|ModelInput\w*|WorkerWrapper\w*|SchedulerOutput|InputBatch"
+    r"|KVCacheManager|KVCacheCoordinator))' object has no attribute '(?P<attr>\w+)'"
+)
+#: A library's processor or tokenizer (transformers') lacking what vLLM's code reads
+#: from it: the installed release of that library is not the one this vLLM expects.
+#: vLLM's own tokenizer classes are not a library's.
+_LIBRARY_OBJECT = re.compile(
+    r"^'(?P<cls>(?!MistralTokenizer'|\w*TokenizerGroup'|TokenizerBase')"
+    r"\w*(?:Processor|Tokenizer|TokenizerFast|FeatureExtractor|ImageProcessor\w*))' object "
+    r"has no attribute '(?P<attr>\w+)'"
 )
 
 
@@ -71,13 +89,30 @@ def lookup_blame(
         return None
     if not frames:
         private = _VLLM_PRIVATE.match(message)
-        if private is None:
-            return None
+        if private is not None:
+            return (
+                "vllm",
+                "vllm",
+                f"vLLM's own {private['cls']} lacks '{private['attr']}', a private name only "
+                "its own code asks for",
+            )
+        internal = _VLLM_INTERNAL.match(message)
+        if internal is not None:
+            return (
+                "vllm",
+                "vllm",
+                f"{internal['cls']} is one of vLLM's internal classes (or its platform "
+                f"plugin's), and only their own code asks it for '{internal['attr']}'",
+            )
+        return None
+    library = _LIBRARY_OBJECT.match(message)
+    if library is not None and frames[-1].place == "vllm":
         return (
-            "vllm",
-            "vllm",
-            f"vLLM's own {private['cls']} lacks '{private['attr']}', a private name only its "
-            "own code asks for",
+            "environment",
+            None,
+            f"vLLM's code asked {library['cls']} (a library's processor or tokenizer) for "
+            f"'{library['attr']}', which the installed release of that library does not have: "
+            "the installed versions do not go together",
         )
     n = 0
     while n < len(frames) and _is_lookup(frames[len(frames) - 1 - n]):
@@ -124,6 +159,12 @@ def lookup_blame(
         f"{owner}'s lookup refused {what}, which the code asking for it expects: the "
         f"installed {owner} does not go with that code",
     )
+
+
+def only_dispatch(frames: Sequence[Frame]) -> bool:
+    """Every frame in view is a dispatcher's (``torch/_ops.py`` looking an op up): the
+    code that called it is not in view."""
+    return bool(frames) and all(_DISPATCH.search(_norm(f.file)) for f in frames)
 
 
 def strip_dispatch(frames: Sequence[Frame]) -> list[Frame]:

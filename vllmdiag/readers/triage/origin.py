@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+from vllmdiag.readers.triage.callers import FRAMEWORKS
+
 #: Where a frame lies.
 Place = Literal["tool", "vllm", "dependency", "user"]
 
@@ -78,7 +80,9 @@ def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, st
     for i, part in enumerate(dirs):
         if part == "vllm" and i + 1 < len(dirs):  # a checkout: .../vllm/vllm/engine/x.py
             return "vllm", "vllm"
-        if _PLUGIN.match(part):  # a vLLM platform plugin's checkout: .../vllm_ascend/x.py
+        if _PLUGIN.match(part) and not any(d.lower() in FRAMEWORKS for d in dirs[:i]):
+            # a vLLM platform plugin's checkout: .../vllm_ascend/x.py (a folder of that
+            # shape inside a framework's checkout, verl's vllm_rollout/, is the framework's)
             return "dependency", part
     relative = not p.startswith("/") and not _DRIVE.match(p)
     if relative and len(parts) > 1:

@@ -109,7 +109,8 @@ LOGGER = re.compile(
 #: ``[UC][E]``, CANN's ``[ERROR] date (PID:..)``, LLaMA-Factory's ``[INFO|date]
 #: name:12 >>``, lm-eval's ``date:time,ms LEVEL [file:12]``, DeepSpeed's ``[ERROR]
 #: [file.py:12:func]``, loguru's ``name:func:12 -`` (its level column peeled before), Ray's
-#: Python logger's ``ERROR worker.py:427 -- `` (after the tab behind its timestamp).
+#: Python logger's ``ERROR worker.py:427 -- `` (after the tab behind its timestamp), Ray
+#: Serve's ``ERROR 2024-09-19 08:23:55,732 controller 528 deployment_state.py:681 - ``.
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
     r"|[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ [\w./-]+:\d+\] "
@@ -127,7 +128,8 @@ FOREIGN = re.compile(
     rf"|(?:{_LEVELS}) +\d+ (?=\S)"
     rf"|\d+ [\w.]+ (?:{_LEVELS}) \[[^\]]*\] "
     r"|(?:\[[A-Z]{1,4}\]){2,} ?"
-    r"|\[(?:ERROR|WARNING|INFO|DEBUG)\] \d{4}-\d{2}-\d{2}-[\d:.]+ \(PID:\d+[^)]*\) )"
+    r"|\[(?:ERROR|WARNING|INFO|DEBUG)\] \d{4}-\d{2}-\d{2}-[\d:.]+ \(PID:\d+[^)]*\) "
+    rf"|(?:{_LEVELS}) \d{{4}}-\d{{2}}-\d{{2}} [\d:,.]+ [\w:.-]+ \d+ [\w./-]+:\d+ - )"
 )
 #: What a log deduplicator appends or wraps a repeated line in: Ray's ``[repeated 3x
 #: across cluster]`` (with its one-time ``(Ray deduplicates logs by default. ..)``), and

@@ -50,10 +50,13 @@ def actor_death(typ: str, message: str) -> ActorDeath | None:
     cls = _CLASS.search(message)
     pid = _PID.search(message)
     if report is None:
-        # no account of why (an older Ray): still the named actor's death, in Ray's
-        # first sentence; without the actor named, the receiver's exception stays
+        # no account of why (an older Ray, or a paste cut right after the class): still
+        # the named actor's death, in Ray's first sentence; without the actor named,
+        # the receiver's exception stays
         first = _UNEXPECTED.match(message)
-        if first is None or cls is None or pid is None:
+        if first is None or cls is None:
+            return None
+        if pid is None and not message.rstrip().endswith(cls.group()):
             return None
         text = first.group()
     else:

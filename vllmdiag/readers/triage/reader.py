@@ -61,8 +61,25 @@ LITERALS: tuple[bytes, ...] = (
     b"marked dead",  # cluster managers: a Ray node lost, a pod evicted, a job cancelled
     b"low on resource",
     b"CANCELLED AT",
+    b"Crashed container",  # a deployment harness's and kubelet's reports of a crashed pod
+    b"Back-off restarting",
+    b"invalid option",  # a shell refusing an option in a container's entrypoint script
+    b"nrecognized option",
+    b"access model(",  # RAGFlow relaying its model call's error
+    # errors pasted without their type: vLLM's KV-cache check, a missing module, a
+    # compiled extension's unresolved symbol, the end of Ray's out-of-memory report
+    b"stored in KV cache",
+    b"No module named",
+    b"undefined symbol",
+    b"out of memory issue",
+    b"failed to start",  # a serving wrapper giving up on the server it started
+    b"does not allow any tokens",
+    b"Assertion `",  # a device kernel's assertion
+    b'"message": "',  # an error body pretty-printed over lines
     "❱".encode(),  # rich's boxed traceback marks the line that raised (its frame is above)
     b"--> ",  # IPython's arrow at the line that raised (``----> 3``, ``--> 177``)
+    b"Cell In[",  # IPython's frame of a notebook cell, and Colab's linked frames
+    b"ipython-input",
 )
 #: vLLM's version line, and a wrapper's own line (the command it runs vLLM with)
 HEAD_LITERALS: tuple[bytes, ...] = (

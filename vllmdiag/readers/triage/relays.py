@@ -15,7 +15,9 @@ line."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from vllmdiag.readers.triage.lines import Line
@@ -31,6 +33,91 @@ _REPR = re.compile(
     r"\b[Ff]ailed to [\w' .-]+? with (?P<type>[A-Z]\w*(?:Error|Exception))"
     r"\((?P<q>['\"])(?P<msg>.+?)(?P=q)\)"
 )
+#: httpx's answer to an HTTP error status, as a client logs it (the server's own error
+#: is in the server's log).
+_HTTP_STATUS = re.compile(r"(?P<msg>(?:Server|Client) error '\d{3} [^']*' for url .*)$")
+#: A program's fatal error line, Go's cobra, Rust's anyhow and click print it so:
+#: ``Error: ModelFactory not initialized``.
+_PROGRAM_ERROR = re.compile(r"^Error: (?P<msg>[A-Za-z]\S*(?: \S+)+)$")
+#: A framework relaying a Python argument error without its type (RAGFlow's ``Fail to
+#: access model(VLLM/x).Completions.create() got an unexpected keyword argument 'y'``,
+#: a router's ``Error loading config file: X.__init__() missing 7 required ..``).
+_RELAYED_ARGS = re.compile(
+    r"\b(?:Fail(?:ed)? to|Error (?:loading|in|while|during|when)) [^.:]*?(?:\([^)]*\))?[.:] ?"
+    r"(?P<msg>[\w.]+\(\) (?:got an unexpected keyword argument|got multiple values for"
+    r"|missing \d+ required|takes \d+ positional) .+)$"
+)
+#: RAGFlow relaying what failed when it called a model (``Fail to access model(VLLM/x).
+#: 'NoneType' object has no attribute 'strip'``).
+_MODEL_ACCESS = re.compile(r"\bFail to access model\([^)]*\)\.(?P<msg>\S.*)$")
+#: An HTTP error body as a client logs it: OpenAI's client (``Error code: 400 - {..,
+#: 'message': '..', 'type': 'BadRequestError', ..}``), vLLM's own record of the error it
+#: returns (``ErrorInfo(message='..', type='NotFoundError', ..)``), a JSON body
+#: (``{"error":"AttributeError : '..' object has no attribute '..'"}``).
+_OPENAI_BODY = re.compile(
+    r"Error code: \d{3} - \{.*?'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
+)
+_ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
+_JSON_ERROR = re.compile(
+    r'^\{"error": ?"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>(?:[^"\\]|\\.)+)"'
+)
+#: A JSON log record at error level (RunPod's worker): its message.
+_JSON_RECORD_LEVEL = re.compile(r'"level": ?"(?:ERROR|CRITICAL|FATAL)"')
+_JSON_RECORD_MESSAGE = re.compile(r'"message": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
+_SAYS_WHAT_FAILED = re.compile(
+    r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied"
+)
+#: An exception line behind a label the user put before it (``【BUG】：RuntimeError: ..``).
+_LABEL = re.compile(
+    r"^【[^】]{1,20}】\s*[:：]?\s*(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
+)
+#: The error's words in a user's sentence (``It resulted in the error: <msg>``).
+_PROSE_ERROR = re.compile(
+    r"\b(?:resulted in|results in|got|get|gives?|gave|throws?|threw|raised?|shows?|showed)"
+    r" (?:the |this |an |a |following )?(?:error|exception)[:：] (?P<msg>[A-Za-z]\S*(?: \S+)+)$"
+)
+#: Errors printed (or quoted) alone on their line without their type: vLLM's KV-cache
+#: check, a missing module, a compiled extension's unresolved symbol.
+_UNTYPED: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        r"^The model's max seq len \(\d+\) is larger than the maximum number of tokens that "
+        r"can be stored in KV cache"
+    ),
+    re.compile(r"^No available memory for the cache blocks\b"),
+    re.compile(r"^Free memory on device \(.*\) on startup is less than desired GPU memory"),
+    re.compile(r"^No module named '[\w.]+'$"),
+    re.compile(r"^\S+\.so(?:\.[\d.]+)?: undefined symbol: \S+$"),
+    re.compile(r"^\w+ is set to -?\d+, which does not allow any tokens to be scheduled"),
+    # a device kernel's assertion, as the CUDA runtime prints it
+    re.compile(r"Assertion `.+` failed\.?$"),
+)
+#: Ray's advice at the end of its out-of-memory report, the only line of it a truncated
+#: job log may keep.
+_RAY_OOM_ADVICE = re.compile(
+    r"^(?P<msg>Refer to the documentation on how to address the out of memory issue: \S+)"
+)
+#: A serving wrapper's own record that the server it started failed to come up
+#: (``[Error] (WrappedServer) vllm-server failed to start within timeout``, InstructLab's
+#: ``vLLM failed to start.  Retry with --enable-serving-output ..``).
+_WRAPPER_GAVE_UP = re.compile(
+    r"^\[(?:Error|ERROR|error)\] \((?P<proc>[A-Za-z]\w+)\) "
+    r"(?P<msg>\S.*\bfailed to (?:start|launch|load|initiali[sz]e)\b.*)$"
+)
+_VLLM_GAVE_UP = re.compile(
+    r"^(?P<msg>(?:vLLM|vllm)(?:[- ]server)? failed to (?:start|launch)\b.*)$"
+)
+#: A typed error a line quotes in parentheses at its end (``'vllm.entrypoints.openai.
+#: api_server' (ModuleNotFoundError: No module named 'vllm')``).
+_PARENTHESISED = re.compile(
+    r"\((?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>[^()]*(?:\([^()]*\)[^()]*)*)\)\s*$"
+)
+#: An exception line the user put in quotes (``"ImportError: .. undefined symbol: .."``).
+_QUOTED_LINE = re.compile(r'^["“](?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>.+?)["”]$')
+#: An error body pretty-printed over lines: its ``"message": ".."`` line.
+_BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
+#: A client quoting the server's JSON error after the status
+#: (``vllm API error 400: {"object":"error","message":"..``).
+_API_ERROR_JSON = re.compile(r'\berror \d{3}: \{.*?"message": ?"(?P<msg>(?:[^"\\]|\\.)+)')
 #: An error record saying a server or model failed to start or load, and why.
 _FAILED = re.compile(
     r"^(?:Failed to (?:start|launch|load|serve|initialize)|Could not (?:start|load)"
@@ -82,6 +169,33 @@ class Relay:
     #: module. Are we running in the correct venv?``): what it says may name whose it is
     context: str = ""
     pip: bool = False  # pip's resolver refusing an install (its causes follow)
+    #: the error's own frames where the relaying line quotes them ((file, function),
+    #: outermost first): Triton's Python stub appends ``At:`` and pybind11's frames
+    frames: tuple[tuple[str, str], ...] = ()
+    #: the relaying line is a warning record (vLLM's note that an import failed): the run
+    #: went on, so a traceback after it that the paste cut is where it ended
+    warning: bool = False
+
+
+#: One frame as pybind11 lists it after ``At:`` (innermost first): ``path(line): func``.
+_AT_FRAME = re.compile(r"^\s*(?P<file>\S.*?)\((?P<line>\d+)\): (?P<func>[\w<>.]+)\s*$")
+
+
+def _escaped_frames(msg: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A quoted error's message without what follows its escaped line breaks, and the
+    frames an ``At:`` block there lists (outermost first); the message unchanged where
+    it has no escaped line break."""
+    if "\\n" not in msg:
+        return msg, ()
+    parts = msg.split("\\n")
+    frames: list[tuple[str, str]] = []
+    if "At:" in (p.strip() for p in parts):
+        start = [p.strip() for p in parts].index("At:") + 1
+        for p in parts[start:]:
+            f = _AT_FRAME.match(p)
+            if f:
+                frames.append((f["file"], f["func"]))
+    return parts[0].rstrip(), tuple(reversed(frames))
 
 
 def classify(line: Line, error_record: bool) -> Relay | None:
@@ -90,37 +204,187 @@ def classify(line: Line, error_record: bool) -> Relay | None:
     text = line.text.strip()
     if len(text) < 12 or len(text) > 4000:
         return None
-    if "\\n" in text:
-        parts = _ESCAPED_COLOUR.sub("", text).split("\\n")
-        e = _ESCAPED_EXC.match(parts[-1].strip())
-        if e and len(parts) > 1:
-            actor = _RAY_ACTOR.search(parts[0])
-            proc = f"{actor['actor']} pid={actor['pid']}" if actor else line.process
-            return Relay(line.number, proc, e["type"], e["msg"])
+    for read in _READERS:
+        relay = read(line, text, error_record)
+        if relay is not None:
+            if line.level == "WARNING":
+                return dataclasses.replace(relay, warning=True)
+            return relay
+    return None
+
+
+_Reader = Callable[[Line, str, bool], "Relay | None"]
+
+
+def _escaped(line: Line, text: str, error_record: bool) -> Relay | None:
+    if "\\n" not in text:
+        return None
+    parts = _ESCAPED_COLOUR.sub("", text).split("\\n")
+    e = _ESCAPED_EXC.match(parts[-1].strip())
+    if e and len(parts) > 1:
+        actor = _RAY_ACTOR.search(parts[0])
+        proc = f"{actor['actor']} pid={actor['pid']}" if actor else line.process
+        return Relay(line.number, proc, e["type"], e["msg"])
+    return None
+
+
+def _backticked(line: Line, text: str, error_record: bool) -> Relay | None:
     q = _BACKTICK_TYPED.search(text) or _BACKTICK_ARGS.search(text)
-    if q:
-        typ = q["type"] if "type" in q.groupdict() else ""
-        return Relay(line.number, line.process, typ, q["msg"].strip(), own=True)
+    if q is None:
+        return None
+    typ = q["type"] if "type" in q.groupdict() else ""
+    return Relay(line.number, line.process, typ, q["msg"].strip(), own=True)
+
+
+def _pip(line: Line, text: str, error_record: bool) -> Relay | None:
     p = _PIP_CONFLICT.match(text)
-    if p:
-        return Relay(line.number, line.process, "", p["msg"], own=True, pip=True)
+    return Relay(line.number, line.process, "", p["msg"], own=True, pip=True) if p else None
+
+
+def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
+    g = _WRAPPER_GAVE_UP.match(text)
+    if g:
+        return Relay(line.number, g["proc"], "", g["msg"])
+    v = _VLLM_GAVE_UP.match(text)
+    return Relay(line.number, line.process, "", v["msg"]) if v else None
+
+
+def _native_record(line: Line, text: str, error_record: bool) -> Relay | None:
+    """A C++ library's own error record (Ray's ``[.. E 13261 13261] core_worker.cc:228:
+    Failed to register worker .. IOError: ..``): its words are its own error, whatever
+    status name they quote."""
+    record = line.record or ""
+    if (
+        error_record
+        and re.search(r"\.(?:cc|cpp|cxx):\d+", record)
+        and _SAYS_WHAT_FAILED.search(text)
+    ):
+        return Relay(line.number, line.process, "", text, own=True)
+    return None
+
+
+def _relayed_untyped(line: Line, text: str, error_record: bool) -> Relay | None:
+    a = _RELAYED_ARGS.search(text) or _MODEL_ACCESS.search(text)
+    if a is None:
+        return None
+    return Relay(line.number, line.process, "", a["msg"], context=text[: a.start("msg")])
+
+
+def _http_status(line: Line, text: str, error_record: bool) -> Relay | None:
+    h = _HTTP_STATUS.search(text) if "error '" in text else None
+    return Relay(line.number, line.process, "", h["msg"]) if h else None
+
+
+def _program_error(line: Line, text: str, error_record: bool) -> Relay | None:
+    e = _PROGRAM_ERROR.match(text)
+    return Relay(line.number, line.process, "", e["msg"], own=True) if e else None
+
+
+def _repr(line: Line, text: str, error_record: bool) -> Relay | None:
     r = _REPR.search(text)
-    if r:
-        return Relay(line.number, line.process, r["type"], r["msg"])
+    return Relay(line.number, line.process, r["type"], r["msg"]) if r else None
+
+
+def _typed(line: Line, text: str, error_record: bool) -> Relay | None:
     m = _TYPED.search(text)
-    if m:
-        msg = _QUOTE_END.sub("", m["msg"])
-        return Relay(line.number, line.process, m["type"], msg, context=text[: m.start("type")])
+    if m is None:
+        return None
+    msg, frames = _escaped_frames(_QUOTE_END.sub("", m["msg"]))
+    return Relay(
+        line.number,
+        line.process,
+        m["type"],
+        msg,
+        context=text[: m.start("type")],
+        frames=frames,
+    )
+
+
+def _context_length(line: Line, text: str, error_record: bool) -> Relay | None:
     c = _CONTEXT.search(text)
-    if c:
-        t = _OPENAI_TYPE.search(text)
-        msg = c.group().split('", ')[0].rstrip("\"'")
-        return Relay(line.number, line.process, t["type"] if t else "", msg)
+    if c is None:
+        return None
+    t = _OPENAI_TYPE.search(text)
+    msg = c.group().split('", ')[0].rstrip("\"'")
+    return Relay(line.number, line.process, t["type"] if t else "", msg)
+
+
+def _error_body(line: Line, text: str, error_record: bool) -> Relay | None:
+    """An HTTP error body (OpenAI's client, vLLM's ``ErrorInfo``, a JSON ``{"error":
+    "Type : msg"}``) or a JSON log record at error level, as a client or server logs it."""
+    for pattern in (_OPENAI_BODY, _ERROR_INFO, _JSON_ERROR):
+        b = pattern.search(text)
+        if b:
+            return Relay(line.number, line.process, b["type"], b["msg"].strip())
+    q = _PARENTHESISED.search(text)
+    if q:
+        return Relay(line.number, line.process, q["type"], q["msg"].strip())
+    a = _API_ERROR_JSON.search(text)
+    if a:
+        return Relay(line.number, line.process, "", a["msg"])
+    body = _BODY_LINE.match(text)
+    if body and _SAYS_WHAT_FAILED.search(body["msg"]):
+        return Relay(line.number, line.process, "", body["msg"], own=True)
+    if '"level"' in text and _JSON_RECORD_LEVEL.search(text):
+        j = _JSON_RECORD_MESSAGE.search(text)
+        if j and _SAYS_WHAT_FAILED.search(j["msg"]):
+            return Relay(line.number, line.process, "", j["msg"])
+    return None
+
+
+def _pydantic(line: Line, text: str, error_record: bool) -> Relay | None:
     if _PYDANTIC_LINE.match(text):
         return Relay(line.number, line.process, PYDANTIC_ERROR, text)
+    return None
+
+
+def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
+    """The error's own words behind a label or a sentence of the user's (``【BUG】：
+    RuntimeError: ..``, ``It resulted in the error: ..``), or alone on its line, untyped,
+    as vLLM and Python print them (``No module named 'x.y'``)."""
+    lab = _LABEL.match(text) or _QUOTED_LINE.match(text)
+    if lab:
+        return Relay(line.number, line.process, lab["type"], lab["msg"], own=True)
+    prose = _PROSE_ERROR.search(text)
+    if prose:
+        return Relay(line.number, line.process, "", prose["msg"].strip(), own=True)
+    if any(u.search(text) for u in _UNTYPED):
+        return Relay(line.number, line.process, "", text, own=True)
+    return None
+
+
+def _ray_oom(line: Line, text: str, error_record: bool) -> Relay | None:
+    o = _RAY_OOM_ADVICE.match(text)
+    return Relay(line.number, line.process, "", o["msg"]) if o else None
+
+
+def _localized(line: Line, text: str, error_record: bool) -> Relay | None:
     z = _LOCALIZED.match(text)
-    if z:
-        return Relay(line.number, line.process, "", z["msg"])
+    return Relay(line.number, line.process, "", z["msg"]) if z else None
+
+
+def _failed_record(line: Line, text: str, error_record: bool) -> Relay | None:
     if error_record and _FAILED.match(text):
         return Relay(line.number, line.process, "", text)
     return None
+
+
+_READERS: tuple[_Reader, ...] = (
+    _escaped,
+    _backticked,
+    _pip,
+    _gave_up,
+    _native_record,
+    _relayed_untyped,
+    _http_status,
+    _program_error,
+    _repr,
+    _typed,
+    _context_length,
+    _error_body,
+    _pydantic,
+    _labelled,
+    _ray_oom,
+    _localized,
+    _failed_record,
+)

@@ -35,6 +35,7 @@ from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.fallback import quoted, unknown_note
 from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
+from vllmdiag.readers.triage.relays import Relay
 from vllmdiag.readers.triage.tracebacks import Link, Traceback
 from vllmdiag.readers.triage.triaged import Evidence, LogTriage, RootCause, Skipped
 
@@ -45,6 +46,18 @@ WRAPPER = re.compile(
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
     r"|^RuntimeError: Executor failed"
     r"|^(?:[\w.]*\.)?(?:Base)?ExceptionGroup: "  # its sub-exceptions follow
+    # frameworks' summaries of a failure whose own error they printed before: distilabel's
+    # pipeline, LiteLLM's mapping of a provider's error (``VLLMException - <its message>``)
+    r"|Failed to load all the steps"
+    # Ray's wrappers of what failed in an actor's constructor or a Ray Data UDF, whose own
+    # traceback follows (``raise .. from e``)
+    r"|Exception raised in creation task: The actor died because of an error raised in its"
+    r"|UserCodeException: Failed to process the following data block"
+    r"|^litellm\.[\w.]*Error: .*?\b[A-Z]\w*Exception - "
+    # an HTTP client's record of the server's error answer: the body's message is the
+    # server's error (OpenAI's client), or only the status is (a bare ``Request failed``)
+    r"|^(?:openai\.)?\w*Error: Error code: \d{3} - \{"
+    r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): Request failed: [45]\d\d\b"
 )
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
 #: one request; a server's request that failed; exit handlers and a task nobody
@@ -55,6 +68,19 @@ HANDLED = re.compile(
     r"|Exception in ASGI application|Error in atexit\._run_exitfuncs"
     r"|Task exception was never retrieved"
 )
+_FAILED_PLUGIN = re.compile(r"Failed to load plugin (?P<name>[\w.-]+)")
+
+
+def failed_plugin(tracebacks: Sequence[Traceback]) -> str | None:
+    """The vLLM plugin a traceback's header says failed to load (vLLM logs it and goes
+    on, and then cannot do what the plugin would have: infer an NPU, say), or None."""
+    for tb in tracebacks:
+        m = _FAILED_PLUGIN.search(tb.header)
+        if m:
+            return m["name"]
+    return None
+
+
 SECONDARY = frozenset(
     {
         "KeyboardInterrupt",
@@ -132,7 +158,7 @@ def choose(
     distinct: dict[tuple[object, ...], Traceback] = {}
     for tb in tracebacks:
         distinct.setdefault(tb.key(), tb)
-    tbs = sorted(distinct.values(), key=lambda t: t.first_line)
+    tbs = _with_frames_first(sorted(distinct.values(), key=lambda t: t.first_line))
     benign: list[Skipped] = []
     wrappers: list[Skipped] = []
     cands: list[_Candidate] = []
@@ -173,7 +199,7 @@ def choose(
         if d.survived:
             continue  # a signal notice its process logged on after
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
-    if ev.relay is not None:
+    if ev.relay is not None and not _went_on(ev.relay, tbs):
         cut = next((t for t in tbs if t.links and all(k.kind == "cut" for k in t.links)), None)
         cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat, cut)))
     if ev.cli_error is not None:
@@ -216,15 +242,45 @@ def _exception(
     return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label, cut))
 
 
+def _with_frames_first(tbs: list[Traceback]) -> list[Traceback]:
+    """``tbs`` without an exception line quoted alone (a paste that put the error first)
+    where the same exception follows with its frames: that one is the error, read whole."""
+    framed = {
+        (k.type, k.message) for t in tbs for k in t.links if k.kind == "exception" and k.frames
+    }
+    return [
+        t
+        for t in tbs
+        if not (
+            t.headless
+            and len(t.links) == 1
+            and not t.links[0].frames
+            and (t.links[0].type, t.links[0].message) in framed
+        )
+    ]
+
+
+def _went_on(relay: Relay, tbs: Sequence[Traceback]) -> bool:
+    """The relayed line is read otherwise: it heads a traceback (the error logged above
+    its own stack), or a warning relayed an error and the run went on (a traceback after
+    it, cut before its exception line, is where the run ended, not in view)."""
+    if any((t.header_line or t.first_line - 1) == relay.line and t.header for t in tbs):
+        return True
+    return relay.warning and any(
+        t.first_line > relay.line and t.links and all(k.kind == "cut" for k in t.links) for t in tbs
+    )
+
+
 def _frames_below(tb: Traceback, link: Link, tbs: Sequence[Traceback]) -> Traceback | None:
-    """A traceback of frames alone (cut before its exception line, its header not in
-    view) that the same process printed below an exception line quoted without frames:
-    the quoted error's own (a paste that put the error first, then its stack)."""
+    """A traceback of frames alone (cut before its exception line) that the same
+    process printed below an exception line quoted without frames: the quoted error's
+    own (a paste that put the error first, then its stack, with or without its
+    ``Traceback`` header)."""
     for t in tbs:
         if (
             t.process == tb.process
             and t.first_line > link.exc_line
-            and not t.header
+            and (not t.header or t.header.startswith("Traceback"))
             and t.links
             and all(k.kind == "cut" for k in t.links)
         ):

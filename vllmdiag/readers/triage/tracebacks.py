@@ -42,9 +42,11 @@ _TB_START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?:,? in (?P<func>.+))?')
 #: IPython's frames (``File /x.py:177, in LLM.__init__(self, ..)``, ``Cell In[3], line
 #: 1``; IPython 7's ``/x.py in __init__(self, ..)``, ``<ipython-input-2-ab> in <module>``)
-#: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled).
+#: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled); Colab's
+#: IPython links the file (``[/tmp/ipython-input-7.py](https://..) in <cell line: 0>()``).
 _OTHER_FRAME = re.compile(
     r"^(?:File (?P<ifile>\S+\.pyx?):(?P<iline>\d+), in (?P<ifunc>[\w.<>]+)(?:\(.*)?"
+    r"|\[(?P<mfile>[^\]\s]+\.pyx?)\]\([^)\s]*\) in (?P<mfunc><cell line: \d+>|[\w.<>]+)(?:\(.*)?"
     r"|(?P<cell>Cell In\[\d+\]), line (?P<cline>\d+)"
     r"|(?P<ofile>/\S+\.pyx?|<ipython-input-[\w-]+>) in (?P<ofunc>[\w<>]+)(?:\(.*)?"
     r"|(?P<rfile>[^\s:│]+\.pyx?):(?P<rline>\d+) in (?P<rfunc>[\w<>.]+))$"
@@ -84,7 +86,9 @@ _GAPPED = re.compile(
 #: Also a paste's elision mark (``...``) and a process tag the paste cut (``(pi``).
 _NEW = re.compile(
     r"^(?:Process [\w-]+:$|Killed$|Aborted|Segmentation fault|Fatal Python error"
-    r"|Exception in thread|Current thread|Stack \(most recent"
+    r"|Exception in thread|Exception ignored in|Current thread|Stack \(most recent"
+    # JAX's note under an exception whose internal frames it filtered, and its rule
+    r"|-{8,}$|For simplicity, JAX has removed its internal frames"
     r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$"
     r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
 )
@@ -114,8 +118,10 @@ class TracebackParser:
         self.seen: set[tuple[object, ...]] = set()
         #: a path piece a box wrapped, per stream: (line, text), joined to the next frame
         self.piece: dict[tuple[str, bool], tuple[int, str]] = {}
-        #: where each stream's orphan frames began
+        #: where each stream's orphan frames began, and how far their ``File`` lines are
+        #: indented
         self.orphan_start: dict[tuple[str, bool], int] = {}
+        self.orphan_indent: dict[tuple[str, bool], int] = {}
         self.dropped = 0
         self._fed = 0
 
@@ -197,10 +203,12 @@ class TracebackParser:
             self.above.clear()
             self.piece.clear()
             self.orphan_start.clear()
+            self.orphan_indent.clear()
         frame = self._frame_of(key, line, stripped)
         if frame is not None:
             if not self.orphans.get(key):
                 self.orphan_start[key] = line.number
+                self.orphan_indent[key] = len(line.text) - len(line.text.lstrip())
                 seen, text = self.last_text.get(key, (0, ""))
                 if seen == line.number - 1 and self.last_error.get(key, False):
                     self.above[key] = (seen, text)
@@ -211,18 +219,28 @@ class TracebackParser:
             self.traceish[key] = line.number  # IPython's arrow at a source line
             return False
         indented = line.text[:1] in (" ", "\t")
-        if indented and self.traceish.get(key, -9) < line.number - 2:
+        near = self.traceish.get(key, -9) >= line.number - 2
+        if indented:
             m = _EXC.match(stripped)
-            if m and m["msg"] and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1]):
-                # an exception line a paste indented (a quote block), with no frame near
-                self._headless(key, line, m["type"], m["msg"], False, "exception")
+            named = (
+                m is not None and bool(m["msg"]) and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1])
+            )
+            indent = len(line.text) - len(line.text.lstrip())
+            framed = bool(self.orphans.get(key)) and indent <= self.orphan_indent.get(key, -1)
+            if m and named and (not near or framed):
+                # an exception line a paste indented (a quote block): with no frame near,
+                # or no deeper than the orphan frames above it (the whole paste indented)
+                self._headless(key, line, m["type"], m["msg"], near, "exception")
                 return True
         if not stripped or indented or stripped[:1] in "^~":
             if stripped:
                 self.traceish[key] = line.number  # source line or carets under it
             return False
-        near = self.traceish.get(key, -9) >= line.number - 2
         m = _EXC.match(stripped)
+        if near and self.orphans.get(key) and not (m and _exception_like(m["type"], near)):
+            # the source line under an orphan frame, the indent lost with the paste's
+            self.traceish[key] = line.number
+            return False
         if m and (m["msg"] is not None or near) and _exception_like(m["type"], near):
             self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
             return True
@@ -310,7 +328,7 @@ class TracebackParser:
         fm = _FRAME.match(stripped)
         if fm:
             return _frame(fm)
-        om = _OTHER_FRAME.match(stripped) if stripped[:1] in "FC/<" or ".py" in stripped else None
+        om = _OTHER_FRAME.match(stripped) if stripped[:1] in "FC/<[" or ".py" in stripped else None
         if om is None:
             if _PATH_PIECE.match(stripped):
                 self.piece[key] = (line.number, stripped)
@@ -319,6 +337,9 @@ class TracebackParser:
             return Frame(om["ifile"], int(om["iline"]), om["ifunc"])
         if om["cell"]:
             return Frame(f"<{om['cell']}>", int(om["cline"]), "<module>")
+        if om["mfile"]:
+            func = "<module>" if om["mfunc"].startswith("<cell") else om["mfunc"]
+            return Frame(om["mfile"], 0, func)
         if om["ofile"]:
             return Frame(om["ofile"], 0, om["ofunc"])
         file = om["rfile"]

@@ -14,7 +14,7 @@ from vllmdiag.readers.triage.callers import frameworks_seen
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.lines import normalise
 from vllmdiag.readers.triage.reader import scan
-from vllmdiag.readers.triage.rootcause import choose
+from vllmdiag.readers.triage.rootcause import choose, failed_plugin
 from vllmdiag.readers.triage.triaged import Evidence, LogTriage
 from vllmdiag.readers.triage.watch import Watch
 
@@ -63,8 +63,9 @@ def triage_file(
         tool_dirs=tuple(tool_dirs),
         wrapper=watch.wrapper,
         completed_at=watch.completed,
-        framework=frameworks_seen(tracebacks),
+        framework=frameworks_seen(tracebacks) or watch.framework,
         vllm_change=watch.vllm_change,
+        failed_plugin=failed_plugin(tracebacks),
         pip_causes=watch.pip.summary(),
         pip_blame=watch.pip.blame(),
     )

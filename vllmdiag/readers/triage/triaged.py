@@ -96,6 +96,8 @@ class Evidence:
     framework: str | None = None
     #: the log links a vLLM pull request or commit (the change an argument error is about)
     vllm_change: bool = False
+    #: a vLLM platform plugin the log says failed to load (``Failed to load plugin ascend``)
+    failed_plugin: str | None = None
     #: what pip listed as the conflict under its refusal, and whose it is (rule, why)
     pip_causes: str = ""
     pip_blame: tuple[str, str] | None = None

@@ -6,7 +6,12 @@ from __future__ import annotations
 import re
 
 from vllmdiag.readers.triage import relays
-from vllmdiag.readers.triage.callers import WRAPPER_HINTS, wrapper_in
+from vllmdiag.readers.triage.callers import (
+    FRAMEWORK_HINTS,
+    WRAPPER_HINTS,
+    framework_line,
+    wrapper_in,
+)
 from vllmdiag.readers.triage.deaths import DeathWatch
 from vllmdiag.readers.triage.lines import is_error_record, normalise, unglue
 from vllmdiag.readers.triage.pipconflict import PipConflict
@@ -35,6 +40,15 @@ _CLAP_ERROR = re.compile(
 )
 
 
+#: click's report of a command that failed on its arguments, as BentoML's CLI prints it
+#: (``Error: [bentoml-cli] `serve` failed: Invalid Tag _service:svc``).
+_CLICK_ERROR = re.compile(r"^Error: \[(?P<prog>[\w.-]+)\] `(?P<cmd>[\w-]+)` failed: (?P<msg>.+)$")
+#: A shell refusing an option in a script (a container's entrypoint):
+#: ``/usr/bin/entrypoint.sh: line 6: exec: --: invalid option``.
+_SHELL_ERROR = re.compile(
+    r"^(?P<prog>\S+): line \d+: (?P<msg>[\w.-]+: \S+: (?:invalid option|invalid argument"
+    r"|unrecognized option)\b.*)$"
+)
 #: Programs whose ``prog: error: ..`` lines are their own reports, not a refused command
 #: line: Slurm's, the kernel's, daemons'.
 _NOT_A_CLI = frozenset(
@@ -68,6 +82,8 @@ class Watch:
         self.cli_error: tuple[int, str, str] | None = None
         self.relay: relays.Relay | None = None
         self.wrapper: str | None = None  # a program that built vLLM's command line
+        #: a framework driving vLLM that a line of its own names
+        self.framework: str | None = None
         #: the line where LLM.generate's progress bar last read 100 % (None: not, or it
         #: started over after)
         self.completed: int | None = None
@@ -75,6 +91,16 @@ class Watch:
         self.vllm_change = False
         #: pip's list of what conflicts, after its refusal
         self.pip = PipConflict()
+
+    def _refused(self, number: int, process: str, text: str) -> None:
+        """A command line a CLI or a shell script refused, in their own formats."""
+        k = _CLICK_ERROR.match(text)
+        if k:
+            self.cli_error = (number, k["msg"], f"{k['prog']} {k['cmd']}")
+            return
+        sh = _SHELL_ERROR.match(text)
+        if sh:
+            self.cli_error = (number, sh["msg"], sh["prog"])
 
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
@@ -91,6 +117,8 @@ class Watch:
         text = line.text
         if not in_traceback:
             self.deaths.feed(line)
+            if self.cli_error is None and ("rror: " in text or ": line " in text):
+                self._refused(number, line.process, text.strip())
             if self.cli_error is None and "error: " in text:
                 m = _CLI_ERROR.match(text.strip())
                 if m and m["prog"].strip().lower() in _NOT_A_CLI:
@@ -108,6 +136,8 @@ class Watch:
             self.pip.feed(number, text)
         if self.wrapper is None and any(h in text.lower() for h in WRAPPER_HINTS):
             self.wrapper = wrapper_in(text)
+        if self.framework is None and any(h in text for h in FRAMEWORK_HINTS):
+            self.framework = framework_line(text)
         if not self.vllm_change and _VLLM_CHANGE in text:
             self.vllm_change = _VLLM_LINK.search(text) is not None
         if _PROGRESS in text:

@@ -1,0 +1,123 @@
+"""Who the parties of a failure are, as blame names them (pure): the kinds of who must act
+(``Origin``), a decided blame (``Blame``) with what the log shows besides the frames
+(``Seen``), and who a frame belongs to: vLLM, a framework driving it (an installed package
+of one, its checkout, a folder of it under another name), another library, or the
+workload's own script (``by_place``). The rules that decide are in ``blame``, ``rules``
+and ``arguments``; docs/blame.md is the convention."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from vllmdiag.readers.triage.callers import FRAMEWORKS, framework_in, project_of
+from vllmdiag.readers.triage.lookups import Frame
+from vllmdiag.readers.triage.origin import classify
+
+Origin = Literal["vllm", "dependency", "caller", "config", "environment", "tool", "unknown"]
+
+
+ORIGINS: tuple[Origin, ...] = (
+    "vllm",
+    "dependency",
+    "caller",
+    "config",
+    "environment",
+    "tool",
+    "unknown",
+)
+
+
+#: Libraries that only carry another's check (a validator) or relay a call (an actor
+#: framework): never the one who passed a value.
+CARRIERS = frozenset({"pydantic", "pydantic_core", "ray", "xoscar", "typing_extensions"})
+
+
+#: Actor frameworks that re-raise another process's error: frames that end in one are
+#: the receiver's, and who passed the values is in the other process.
+RELAYS = frozenset({"ray", "xoscar"})
+
+
+_RAY_LLM = re.compile(r"/ray/(?:llm|serve/llm|data/llm)/")
+
+
+@dataclass(frozen=True)
+class Blame:
+    origin: Origin
+    package: str | None
+    why: str
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the log shows besides the failing error's own frames: a program that built
+    vLLM's command line, a framework a process tag or logger names, and whether the
+    installed vLLM's version (or a vLLM change the paste links) is in view."""
+
+    wrapper: str | None = None
+    framework: str | None = None
+    vllm_version: str | None = None
+    vllm_change: bool = False
+    tool_dirs: tuple[str, ...] = field(default=())
+    failed_plugin: str | None = None
+
+
+def blame_text(origin: str, package: str | None, why: str | None) -> str:
+    """``config: why`` / ``caller (xinference): why``: whose fault, and why, in a line."""
+    who = origin + (f" ({package})" if package and origin not in ("vllm", "tool") else "")
+    return f"{who}: {why}" if why else who
+
+
+def frames_of(files: Sequence[str], funcs: Sequence[str], tool_dirs: Sequence[str]) -> list[Frame]:
+    out = []
+    for i, f in enumerate(files):
+        place, package = classify(f, tool_dirs)
+        if place is not None:
+            out.append(Frame(place, package, f, funcs[i] if i < len(funcs) else ""))
+    return out
+
+
+def framework_in_view(frames: list[Frame], seen: Seen) -> str | None:
+    """A framework driving vLLM that the frames (or the log's prefixes) show."""
+    for f in reversed(frames):
+        name = framework_of(f)
+        if name is not None:
+            return name
+    return seen.framework or seen.wrapper
+
+
+def by_place(raiser: Frame, why: str | None) -> Blame:
+    if raiser.place == "vllm":
+        return Blame("vllm", "vllm", why or "raised in vLLM's own code")
+    framework = framework_of(raiser)
+    if framework is not None:
+        return Blame(
+            "caller",
+            framework,
+            why or f"raised in {framework}'s code, which drives vLLM (vLLM does not use it)",
+        )
+    if raiser.place == "dependency":
+        return Blame("dependency", raiser.package, why or f"raised in {raiser.package}'s code")
+    at = f" ({short(raiser.file)})" if raiser.file else ""
+    project = project_of(raiser.file) if raiser.file else None
+    return Blame("caller", project, why or f"raised in the workload's own script{at}, not in vLLM")
+
+
+def framework_of(frame: Frame) -> str | None:
+    """The framework driving vLLM that a frame belongs to: an installed package of one,
+    or a file inside its checkout."""
+    if frame.place == "dependency" and frame.package in FRAMEWORKS:
+        return frame.package
+    if frame.package == "ray" and _RAY_LLM.search(frame.file.replace("\\", "/")):
+        return "ray"  # Ray Serve LLM and Ray Data LLM drive vLLM (Ray itself only relays)
+    if frame.place == "user" and frame.file:
+        return framework_in(frame.file)
+    return None
+
+
+def short(path: str) -> str:
+    parts = path.replace("\\", "/").rsplit("/", 2)
+    return "/".join(parts[-2:]) if len(parts) > 1 else os.path.basename(path)
