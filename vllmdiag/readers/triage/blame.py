@@ -22,7 +22,7 @@ frame alone:
 2. the catalogue entry the message matched says whose it is (``blame:``): vLLM's checks
    that name a setting are ``config`` (also when vllmdiag's probe passed the recipe's
    value on), out of memory is ``environment``, ...; some entries name a rule the
-   frames complete (``request``, ``drift``, ``placement``: see :func:`_by_rule`);
+   frames complete (``request``, ``drift``, ``placement``, ...: see ``rules``);
 3. an argument error (a ``TypeError`` about a call's arguments, a pydantic
    ``ValidationError``) blames whoever passed the value: vllmdiag's own probe (``tool``),
    the code outside vLLM that called into it (a framework: ``caller`` + its package; a
@@ -30,11 +30,13 @@ frame alone:
    the user's flags (``config``). A validator only carries the check: pydantic is never
    blamed for it. With no passer in view, ``unknown``, unless the installed vLLM's
    version (or the vLLM change that dropped the argument) is in view: then the caller,
-   unnamed, passes what this vLLM does not take;
+   unnamed, passes what this vLLM does not take (see ``arguments``);
 4. an attribute a lookup refused (``__getattr__``) is the asker's: see ``lookups``;
 5. otherwise the frame that raised (a dispatcher such as ``torch.ops`` only carries the
-   call of the op's owner): vLLM's code is ``vllm``, another package's is
-   ``dependency``, the workload's own script is ``caller``; none in view is ``unknown``.
+   call of the op's owner; a stack the paste cut in vLLM's engine layers shows no
+   raiser): vLLM's code is ``vllm``, another package's is ``dependency``, a framework's
+   or the workload's own script is ``caller`` (see ``parties``); none in view is
+   ``unknown``.
 """
 
 from __future__ import annotations

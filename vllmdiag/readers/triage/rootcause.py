@@ -49,11 +49,11 @@ WRAPPER = re.compile(
     # frameworks' summaries of a failure whose own error they printed before: distilabel's
     # pipeline, LiteLLM's mapping of a provider's error (``VLLMException - <its message>``)
     r"|Failed to load all the steps"
+    r"|^litellm\.[\w.]*Error: .*?\b[A-Z]\w*Exception - "
     # Ray's wrappers of what failed in an actor's constructor or a Ray Data UDF, whose own
     # traceback follows (``raise .. from e``)
     r"|Exception raised in creation task: The actor died because of an error raised in its"
     r"|UserCodeException: Failed to process the following data block"
-    r"|^litellm\.[\w.]*Error: .*?\b[A-Z]\w*Exception - "
     # an HTTP client's record of the server's error answer: the body's message is the
     # server's error (OpenAI's client), or only the status is (a bare ``Request failed``)
     r"|^(?:openai\.)?\w*Error: Error code: \d{3} - \{"

@@ -92,7 +92,7 @@ class Watch:
         #: pip's list of what conflicts, after its refusal
         self.pip = PipConflict()
 
-    def _refused(self, number: int, process: str, text: str) -> None:
+    def _refused(self, number: int, text: str) -> None:
         """A command line a CLI or a shell script refused, in their own formats."""
         k = _CLICK_ERROR.match(text)
         if k:
@@ -118,7 +118,7 @@ class Watch:
         if not in_traceback:
             self.deaths.feed(line)
             if self.cli_error is None and ("rror: " in text or ": line " in text):
-                self._refused(number, line.process, text.strip())
+                self._refused(number, text.strip())
             if self.cli_error is None and "error: " in text:
                 m = _CLI_ERROR.match(text.strip())
                 if m and m["prog"].strip().lower() in _NOT_A_CLI:
