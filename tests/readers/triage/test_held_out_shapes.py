@@ -339,3 +339,30 @@ def test_command_lines_refused_by_click_and_by_a_shell(
 ) -> None:
     rc = cause(tmp_path, text)
     assert (rc.evidence, rc.process, rc.message) == ("cli-error", prog, message)
+
+
+def test_rays_account_of_an_actors_death_pasted_alone_is_a_death(tmp_path: Path) -> None:
+    rc = cause(
+        tmp_path,
+        "The actor is dead because its worker process has died. Worker exit type: "
+        "SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error\n",
+    )
+    assert (rc.evidence, rc.type, rc.origin) == ("death-line", "", "unknown")
+    created = "The actor is dead because of an error raised in its creation task\n"
+    assert no_cause(tmp_path, created).startswith("unknown")
+
+
+def test_the_openai_javascript_clients_http_status_is_a_record_of_the_servers(
+    tmp_path: Path,
+) -> None:
+    rc = cause(
+        tmp_path,
+        "[NEST] 2025-03-31 16:26:46 error [Agent] Error: 400 status code (no body)\n"
+        "    at Function.generate (/app/node_modules/openai/src/error.ts:72:14)\n",
+    )
+    assert (rc.type, rc.message, rc.evidence, rc.origin) == (
+        "Error",
+        "400 status code (no body)",
+        "wrapper-message",
+        "unknown",
+    )

@@ -147,6 +147,13 @@ RULES: tuple[_Rule, ...] = (
         lambda m, p: m["pod"] or m["bpod"],
         from_match=True,
     ),
+    # Ray's account of an actor's death pasted without the ActorDiedError that carried it
+    # (the actor not named): the death, of a process the paste does not name
+    _Rule(
+        re.compile(r"^The actor is dead because (?!of an error raised in its creation task)"),
+        "strong",
+        "unknown",
+    ),
     # an executor's report that a process it started is gone (vllm-omni's stage
     # executor: ``Rank 2 scheduler is dead. Please check if there are relevant logs.``)
     _Rule(re.compile(r"^Rank \d+ [\w-]+ is dead\b"), "strong", "unknown"),

@@ -74,6 +74,7 @@ LITERALS: tuple[bytes, ...] = (
     b"out of memory issue",
     b"failed to start",  # a serving wrapper giving up on the server it started
     b"does not allow any tokens",
+    b"The actor is dead because",  # Ray's account of an actor's death, pasted alone
     b"Assertion `",  # a device kernel's assertion
     b'"message": "',  # an error body pretty-printed over lines
     "❱".encode(),  # rich's boxed traceback marks the line that raised (its frame is above)

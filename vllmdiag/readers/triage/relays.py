@@ -36,6 +36,9 @@ _REPR = re.compile(
 #: httpx's answer to an HTTP error status, as a client logs it (the server's own error
 #: is in the server's log).
 _HTTP_STATUS = re.compile(r"(?P<msg>(?:Server|Client) error '\d{3} [^']*' for url .*)$")
+#: The OpenAI JavaScript client's record of an HTTP error status (``Error: 400 status code
+#: (no body)``), with its type as printed.
+_JS_HTTP_STATUS = re.compile(r"\b(?P<type>Error|\w+Error): (?P<msg>[45]\d\d status code\b.*)$")
 #: A program's fatal error line, Go's cobra, Rust's anyhow and click print it so:
 #: ``Error: ModelFactory not initialized``.
 _PROGRAM_ERROR = re.compile(r"^Error: (?P<msg>[A-Za-z]\S*(?: \S+)+)$")
@@ -272,7 +275,10 @@ def _relayed_untyped(line: Line, text: str, error_record: bool) -> Relay | None:
 
 def _http_status(line: Line, text: str, error_record: bool) -> Relay | None:
     h = _HTTP_STATUS.search(text) if "error '" in text else None
-    return Relay(line.number, line.process, "", h["msg"]) if h else None
+    if h:
+        return Relay(line.number, line.process, "", h["msg"])
+    j = _JS_HTTP_STATUS.search(text) if "status code" in text else None
+    return Relay(line.number, line.process, j["type"], j["msg"]) if j else None
 
 
 def _program_error(line: Line, text: str, error_record: bool) -> Relay | None:
