@@ -46,6 +46,24 @@ def load_truth(corpus: Path) -> list[dict[str, Any]]:
     return logs
 
 
+def entry_faults(entry: Mapping[str, Any]) -> list[str]:
+    """What a hand-read entry of a held-out corpus lacks (empty: it is whole): its
+    thread's address, a blame of the convention with a why and the thread's own, and
+    either ``unknowable`` (blaming no one) or the root cause's evidence, message and
+    process."""
+    faults = []
+    if not str(entry.get("source", "")).startswith("https://github.com/"):
+        faults.append("source is no GitHub thread")
+    if entry.get("blame") not in BLAMES or not entry.get("why") or "thread_blame" not in entry:
+        faults.append("blame, why or thread_blame missing")
+    if entry.get("unknowable"):
+        if entry.get("blame") != "unknown":
+            faults.append("an unknowable entry blames someone")
+    elif entry.get("evidence") not in EVIDENCE or not {"message", "process"} <= set(entry):
+        faults.append("evidence, message or process missing")
+    return faults
+
+
 def root_cause_wrong(entry: Mapping[str, Any], triage: Mapping[str, Any]) -> list[str]:
     """What triage (as its JSON) got wrong about one log's root cause (empty: right)."""
     rc = triage.get("root_cause")
