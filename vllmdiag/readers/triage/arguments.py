@@ -48,12 +48,17 @@ _LIBRARY_CALLEE = re.compile(
 )
 
 
+#: pydantic's list of errors as an HTTP server answers a request it refused
+#: (``[{'type': 'missing', 'loc': ('body',), 'msg': 'Field required', ..}]``).
+_ERROR_LIST = re.compile(r"^\[\{'type': '\w+', 'loc': \(")
+
+
 def is_argument_error(typ: str, message: str) -> bool:
     """A call's arguments were wrong: a ``TypeError`` about them (typed, or quoted
     without its type), or a validation error (pydantic's) raised over the values
-    passed."""
+    passed, also as the list of errors a server answers a request with."""
     short = typ.rsplit(".", 1)[-1]
-    if short == "ValidationError":
+    if short == "ValidationError" or (short == "" and _ERROR_LIST.match(message)):
         return True
     return short in ("TypeError", "") and bool(_ARGUMENTS.search(message))
 
@@ -112,8 +117,10 @@ def passer_of(frames: list[Frame]) -> Frame | str | None:
     return "vllm-entry"
 
 
-def by_passer(typ: str, passer: Frame | str | None, seen: Seen, no_frames: bool) -> Blame:
-    kind = kind_of(typ)
+def by_passer(
+    typ: str, passer: Frame | str | None, seen: Seen, no_frames: bool, message: str = ""
+) -> Blame:
+    kind = kind_of(typ, message)
     if passer is None and no_frames and seen.framework is not None:
         return Blame(
             "caller",
@@ -181,5 +188,6 @@ def by_passer(typ: str, passer: Frame | str | None, seen: Seen, no_frames: bool)
     return Blame("vllm", "vllm", f"vLLM's code passed the values the {kind} is about")
 
 
-def kind_of(typ: str) -> str:
-    return "validation error" if typ.endswith("ValidationError") else "TypeError"
+def kind_of(typ: str, message: str = "") -> str:
+    validation = typ.endswith("ValidationError") or (not typ and _ERROR_LIST.match(message))
+    return "validation error" if validation else "TypeError"

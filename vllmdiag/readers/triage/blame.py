@@ -173,10 +173,10 @@ def decide(
             "tool",
             "vllmdiag",
             f"vllmdiag's own code ({short(passer.file)}) passed the arguments "
-            f"the {kind_of(typ)} is about",
+            f"the {kind_of(typ, message)} is about",
         )
     if argument:
-        return by_passer(typ, passer, seen, not frames)
+        return by_passer(typ, passer, seen, not frames, message)
     looked = lookup_blame(typ, message, frames)
     if looked is not None:
         origin, package, why = looked

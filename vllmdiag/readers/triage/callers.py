@@ -58,8 +58,21 @@ FRAMEWORK_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ragflow", re.compile(r"\bFail to access model\(")),
     # production-stack's router: its config watcher and its package
     ("vllm_router", re.compile(r"\bDynamicConfigWatcher\b|\bvllm_router\b")),
+    # smolagents' AgentGenerationError around the model call's error
+    ("smolagents", re.compile(r"\bError in generating model output\b")),
+    # DSPy's log record tag (``[dspy.teleprompt.bootstrap] filename=bootstrap.py``)
+    ("dspy", re.compile(r"\[dspy(?:\.\w+)*\] filename=")),
+    # Spring AI's exceptions (a Java client of vLLM's OpenAI server)
+    ("spring-ai", re.compile(r"\borg\.springframework\.ai\.")),
 )
-FRAMEWORK_HINTS: tuple[str, ...] = ("access model(", "DynamicConfigWatcher", "vllm_router")
+FRAMEWORK_HINTS: tuple[str, ...] = (
+    "access model(",
+    "DynamicConfigWatcher",
+    "vllm_router",
+    "generating model output",
+    "[dspy",
+    "springframework.ai",
+)
 
 
 def framework_line(text: str) -> str | None:
@@ -142,6 +155,7 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "vllm_router",
         "unsloth",
         "unsloth_zoo",
+        "smolagents",
     }
 )
 #: Companion packages of the vLLM organisation that are released with each vLLM release

@@ -13,7 +13,7 @@ from vllmdiag.readers.triage import relays
 from vllmdiag.readers.triage.blame import Seen, decide
 from vllmdiag.readers.triage.catalogue import Catalogue, Hit
 from vllmdiag.readers.triage.deaths import Death
-from vllmdiag.readers.triage.lines import without_neighbours
+from vllmdiag.readers.triage.lines import ray_task_of, without_neighbours
 from vllmdiag.readers.triage.origin import place_of
 from vllmdiag.readers.triage.raydeaths import ActorDeath
 from vllmdiag.readers.triage.signature import signature
@@ -132,6 +132,7 @@ def _cause(
             vllm_change=ev.vllm_change,
             failed_plugin=ev.failed_plugin,
             tool_dirs=ev.tool_dirs,
+            ray_task=ray_task_of(process),
         ),
         cut_stack=cut_stack,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from vllmdiag.readers.triage.relays import body_error
 from vllmdiag.readers.triage.tracebacks import Link
 from vllmdiag.readers.triage.triaged import Evidence
 
@@ -21,6 +22,9 @@ _ORIGINAL = re.compile(
 _BODY_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\})")
 _BODY_TYPE = re.compile(r"'type': '(?P<type>\w+)'")
 _REQUEST_FAILED = re.compile(r"^Request failed: [45]\d\d\b")
+#: A client's exception whose message is the status and the body the server answered
+#: (Spring AI's ``NonTransientAiException: 400 - {"object":"error",..}``).
+_HTTP_BODY = re.compile(r"^(?:Error code: |HTTP )?[45]\d\d - \{")
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
@@ -35,13 +39,11 @@ def quoted(link: Link) -> tuple[str, str] | None:
         return o["type"], o["msg"]
     labelled = _LABELLED.search(link.message)
     if labelled:
-        return "", labelled["msg"]
-    if link.message.startswith("Error code: "):
-        body = _BODY_MESSAGE.search(link.message)
-        if body:
-            t = _BODY_TYPE.search(link.message[body.end() :])
-            typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
-            return typ, body["msg"]
+        return _body(labelled["msg"]) or ("", labelled["msg"])
+    if link.message.startswith("Error code: ") or _HTTP_BODY.match(link.message):
+        body = _body(link.message)
+        if body is not None:
+            return body
     if _REQUEST_FAILED.match(link.message):
         return link.short_type, link.message
     m = _QUOTE.search(link.message)
@@ -53,6 +55,19 @@ def quoted(link: Link) -> tuple[str, str] | None:
         return None
     t = _TYPED.match(inner.strip())
     return (t["type"], t["msg"]) if t else ("", inner.strip())
+
+
+def _body(text: str) -> tuple[str, str] | None:
+    """(type, message) of the HTTP error body ``text`` quotes (OpenAI's client, a JSON
+    body): the server's error, typed where the body's type names an exception."""
+    if not _HTTP_BODY.match(text) and not text.startswith("Error code: "):
+        return None
+    body = _BODY_MESSAGE.search(text)
+    if body:
+        t = _BODY_TYPE.search(text[body.end() :])
+        typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
+        return typ, body["msg"]
+    return body_error(text)
 
 
 def unknown_note(ev: Evidence, any_wrapper: bool, any_traceback: bool, truncated: bool) -> str:

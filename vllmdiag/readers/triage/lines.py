@@ -91,6 +91,21 @@ _VLLM_PROCESS = re.compile(
 )
 
 
+#: A Ray task's or actor's tag (``run_inference_one_model pid=7``, ``LLMRayActor pid=9``).
+_RAY_TAG = re.compile(r"^(?P<name>[A-Za-z_][\w:.-]*) pid=\d+")
+#: vLLM's own Ray actors (its Ray executor's workers and engines).
+_VLLM_RAY_ACTOR = re.compile(r"^(?:RayWorker\w*|DPEngineCoreActor|EngineCoreActor)\b")
+
+
+def ray_task_of(process: str) -> str | None:
+    """The Ray task or actor a process tag names that is not one of vLLM's own (the code
+    driving vLLM started it, and placed what ran in it), or None."""
+    tag = _RAY_TAG.match(process)
+    if tag is None or _VLLM_PROCESS.match(process) or _VLLM_RAY_ACTOR.match(process):
+        return None
+    return tag["name"]
+
+
 def _peel(text: str) -> tuple[str, str]:
     """Capture layers and process tags off the front; the innermost tag names the
     process (vLLM's own tag inside a Ray or engine tag)."""
@@ -143,9 +158,10 @@ _TAG_ANYWHERE = re.compile(r"\([A-Za-z][\w-]*(?: \(\w+\)| rank=\d+)? pid=\d+(?:,
 
 
 #: A source line and the exception line glued by a lost line break (``raise
-#: AttributeError(AttributeError: 'X' object has no attribute 'y'``).
+#: AttributeError(AttributeError: 'X' object has no attribute 'y'``), also where the end
+#: of the line above ran into it (a photo's text read back: ``ortedraise ValueError(..``).
 _RAISE_GLUED = re.compile(
-    r"^(?P<src>\s*(?:\([^)]*\)\s*)*raise [\w.]+\()"
+    r"^(?P<src>\s*(?:\([^)]*\)\s*)*[a-z]*?raise [\w.]+\()"
     r"(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception): \S.*)$"
 )
 

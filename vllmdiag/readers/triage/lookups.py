@@ -154,10 +154,10 @@ def lookup_blame(
             )
         return ("asker", str(n), "")  # a framework or script asked: its frame decides
     return (
-        "environment",
+        "unknown",
         None,
-        f"{owner}'s lookup refused {what}, which the code asking for it expects: the "
-        f"installed {owner} does not go with that code",
+        f"{owner}'s lookup refused {what}, and the code that asked for it is not in view: "
+        f"whether that code or the installed {owner} must change is not shown",
     )
 
 

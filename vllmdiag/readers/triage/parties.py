@@ -63,6 +63,9 @@ class Seen:
     vllm_change: bool = False
     tool_dirs: tuple[str, ...] = field(default=())
     failed_plugin: str | None = None
+    #: the Ray task or actor the failing process is, where the code driving vLLM started
+    #: it (its tag names no process of vLLM's own)
+    ray_task: str | None = None
 
 
 def blame_text(origin: str, package: str | None, why: str | None) -> str:

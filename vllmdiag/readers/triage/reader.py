@@ -99,6 +99,7 @@ TAIL_LITERALS: tuple[bytes, ...] = (
     b"Processed prompts:",  # LLM.generate's progress bar: whether every prompt finished
 )
 EDGE = 16 << 20
+TAIL = 8  # the lines at the log's end that ScanInfo keeps
 
 #: The same markers as one regex, for readers that want one.
 MARKERS = re.compile(b"|".join(re.escape(lit) for lit in LITERALS + HEAD_LITERALS + TAIL_LITERALS))
@@ -118,6 +119,9 @@ class ScanInfo:
     #: How the bytes were read, where that was not plain UTF-8 text (see ``logbytes``),
     #: and a gzip stream that ends before its end.
     notes: tuple[str, ...] = ()
+    #: the last ``TAIL`` non-blank lines, numbered: where a paste that is only an error's
+    #: own words (no traceback, no marker) says what failed
+    tail: tuple[tuple[int, bytes], ...] = ()
 
 
 def _blocks(fh: BinaryIO, notes: list[str]) -> Iterator[tuple[bytes, bool]]:
@@ -227,6 +231,7 @@ def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
         state.last_line,
         gz,
         tuple(normaliser.notes + notes),
+        tuple(state.ending),
     )
 
 
@@ -260,6 +265,7 @@ class _State:
         self.tail = True  # ... of the end (or the end is not known)
         #: the previous block's last lines that were not handed over: (number, line)
         self.pending: deque[tuple[int, bytes]] = deque(maxlen=CONTEXT)
+        self.ending: deque[tuple[int, bytes]] = deque(maxlen=TAIL)
 
     def block(self, block: bytes, lo: int, hi: int) -> None:
         """``block[lo:hi]`` ends with a newline. Hand over what matters, count the rest."""
@@ -291,6 +297,7 @@ class _State:
         self._keep_unfed(block, pos, hi, base)
         self.lineno += block.count(b"\n", lo, hi)
         self._last_line(block, lo, hi)
+        self._ending(block, lo, hi)
 
     def _keep_unfed(self, block: bytes, pos: int, hi: int, base: int) -> None:
         """The last lines of the block that were not handed over, for the context of a
@@ -317,6 +324,21 @@ class _State:
         for number, line in keep:
             self.feed(number, line)
         self.pending.clear()
+
+    def _ending(self, block: bytes, lo: int, hi: int) -> None:
+        """Keep the block's last non-blank lines (numbered) in ``ending``: only the end
+        of the block is looked at, however large it is."""
+        found: list[tuple[int, bytes]] = []
+        number, end = self.lineno, hi - 1  # ``block[end]`` is the newline ending line ``number``
+        steps = 0
+        while end >= lo and len(found) < TAIL and steps < 4 * TAIL:
+            nl = block.rfind(b"\n", lo, end)
+            start = nl + 1 if nl >= 0 else lo
+            text = block[start:end][:MAX_LINE]
+            if text.strip():
+                found.append((number, text))
+            number, end, steps = number - 1, start - 1, steps + 1
+        self.ending.extend(reversed(found))
 
     def _last_line(self, block: bytes, lo: int, hi: int) -> None:
         end = hi

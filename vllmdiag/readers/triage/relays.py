@@ -4,14 +4,15 @@ initialize Python stub: TypeError: ..``, ``Failed to import python 'vllm' module
 AttributeError: ..``), an error record saying a server failed to start and why, the same
 in Chinese, a failure phrase quoting the exception's repr, an error quoted as one
 string with its line breaks escaped (the last line names it), a pydantic validation
-error's body line whose header line is cut, and vLLM's own request-length message as a
-client prints the 400 it got back.
+error's body line whose header line is cut, vLLM's own request-length message as a
+client prints the 400 it got back, HTTP error bodies (OpenAI's, JSON ones), and a proxy's
+or a serving wrapper's note that the server behind it is gone.
 
 Also an error a person quotes in prose, in backticks (``it complains `AttributeError:
 ..` ``; an untyped ``f() got an unexpected keyword argument 'x'``), and pip's resolver
 refusing an install (``Cannot install vllm because these package versions have
-conflicting dependencies.``): these are the error's own words, read as its exception
-line."""
+conflicting dependencies.``), and Docker's refusal to start a container (its message goes
+on over the next lines): these are the error's own words, read as its exception line."""
 
 from __future__ import annotations
 
@@ -52,13 +53,21 @@ _RELAYED_ARGS = re.compile(
 )
 #: RAGFlow relaying what failed when it called a model (``Fail to access model(VLLM/x).
 #: 'NoneType' object has no attribute 'strip'``).
-_MODEL_ACCESS = re.compile(r"\bFail to access model\([^)]*\)\.(?P<msg>\S.*)$")
+_MODEL_ACCESS = re.compile(r"\bFail to access model\([^)]*\)\.(?:\*\*ERROR\*\*: ?)?(?P<msg>\S.*)$")
 #: An HTTP error body as a client logs it: OpenAI's client (``Error code: 400 - {..,
 #: 'message': '..', 'type': 'BadRequestError', ..}``), vLLM's own record of the error it
 #: returns (``ErrorInfo(message='..', type='NotFoundError', ..)``), a JSON body
 #: (``{"error":"AttributeError : '..' object has no attribute '..'"}``).
 _OPENAI_BODY = re.compile(
     r"Error code: \d{3} - \{.*?'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
+)
+#: The same body without a type (``Error code: 500 - {'message': 'Internal server
+#: error'}``), and as JSON (``{"object":"error","message":"..","type":"BadRequestError",..}``,
+#: a Java client's ``NonTransientAiException: 400 - {..}``): the message runs to the
+#: ``type`` key, whatever quotes it holds.
+_OPENAI_UNTYPED = re.compile(r"Error code: \d{3} - \{'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)\}")
+_JSON_BODY = re.compile(
+    r'\{"object": ?"error", ?"message": ?"(?P<msg>.*?)", ?"type": ?"(?P<type>[^"]*)"'
 )
 _ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
 _JSON_ERROR = re.compile(
@@ -116,6 +125,10 @@ _PARENTHESISED = re.compile(
 )
 #: An exception line the user put in quotes (``"ImportError: .. undefined symbol: .."``).
 _QUOTED_LINE = re.compile(r'^["“](?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>.+?)["”]$')
+_QUOTED_ARGS = re.compile(
+    r'^["“](?P<msg>[\w.]+\(\) (?:got an unexpected keyword argument|got multiple values for'
+    r"|missing \d+ required|takes \d+ positional) .+?)\s*[\"”]$"
+)
 #: An error body pretty-printed over lines: its ``"message": ".."`` line.
 _BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
 #: A client quoting the server's JSON error after the status
@@ -158,6 +171,22 @@ _PIP_CONFLICT = re.compile(
     r"conflicting dependencies\.)"
 )
 _OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
+#: An HTTP proxy's own answer that the server behind it did not take the connection
+#: (Envoy's, in front of a Kubernetes deployment of vLLM).
+_PROXY_UPSTREAM = re.compile(
+    r"^(?P<msg>upstream connect error or disconnect/reset before headers\b.*)$"
+)
+#: A serving wrapper's record that the server process it started quit
+#: (RamaLama's ``Server process exited unexpectedly with exit code 1``).
+_SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpectedly\b.*)$")
+#: Docker's refusal to start a container: ``docker: Error response from daemon: ..``
+#: (the daemon's message goes on over the next lines).
+_DOCKER = re.compile(r"^docker: (?P<msg>Error response from daemon: \S.*)$")
+#: Python's argument error without its type, as a line ends with it.
+_ARGS = re.compile(
+    r"(?P<msg>[\w.]+\(\) (?:got an unexpected keyword argument|got multiple values for"
+    r"|missing \d+ required|takes \d+ positional) .+?)[\"']?\s*$"
+)
 _QUOTE_END = re.compile(r"""["']+\s*$""")
 
 
@@ -178,6 +207,8 @@ class Relay:
     #: the relaying line is a warning record (vLLM's note that an import failed): the run
     #: went on, so a traceback after it that the paste cut is where it ended
     warning: bool = False
+    #: the error's message goes on over the lines that follow (Docker's daemon answer)
+    continues: bool = False
 
 
 #: One frame as pybind11 lists it after ``At:`` (innermost first): ``path(line): func``.
@@ -199,6 +230,20 @@ def _escaped_frames(msg: str) -> tuple[str, tuple[tuple[str, str], ...]]:
             if f:
                 frames.append((f["file"], f["func"]))
     return parts[0].rstrip(), tuple(reversed(frames))
+
+
+def body_error(text: str) -> tuple[str, str] | None:
+    """(type, message) of an HTTP error body in ``text`` that the other readers do not
+    take: OpenAI's without a type, a JSON one; the type only where the body's names an
+    exception (``BadRequestError``, not ``Bad Request``)."""
+    u = _OPENAI_UNTYPED.search(text)
+    if u:
+        return "", u["msg"].strip()
+    j = _JSON_BODY.search(text)
+    if j:
+        typ = j["type"] if re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", j["type"]) else ""
+        return typ, j["msg"].strip()
+    return None
 
 
 def classify(line: Line, error_record: bool) -> Relay | None:
@@ -223,11 +268,16 @@ def _escaped(line: Line, text: str, error_record: bool) -> Relay | None:
     if "\\n" not in text:
         return None
     parts = _ESCAPED_COLOUR.sub("", text).split("\\n")
+    if len(parts) < 2:
+        return None
     e = _ESCAPED_EXC.match(parts[-1].strip())
-    if e and len(parts) > 1:
+    if e:
         actor = _RAY_ACTOR.search(parts[0])
         proc = f"{actor['actor']} pid={actor['pid']}" if actor else line.process
         return Relay(line.number, proc, e["type"], e["msg"])
+    a = _ARGS.match(parts[-1].strip())
+    if a:  # a framework's message quoting Python's argument error without its type
+        return Relay(line.number, line.process, "", a["msg"], context=parts[0])
     return None
 
 
@@ -248,6 +298,12 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     g = _WRAPPER_GAVE_UP.match(text)
     if g:
         return Relay(line.number, g["proc"], "", g["msg"])
+    w = _SERVER_EXITED.match(text) or _PROXY_UPSTREAM.match(text)
+    if w:
+        return Relay(line.number, line.process, "", w["msg"])
+    d = _DOCKER.match(text)
+    if d:
+        return Relay(line.number, "docker", "", d["msg"], own=True, continues=True)
     v = _VLLM_GAVE_UP.match(text)
     return Relay(line.number, line.process, "", v["msg"]) if v else None
 
@@ -322,15 +378,18 @@ def _error_body(line: Line, text: str, error_record: bool) -> Relay | None:
         b = pattern.search(text)
         if b:
             return Relay(line.number, line.process, b["type"], b["msg"].strip())
+    body = body_error(text)
+    if body is not None:
+        return Relay(line.number, line.process, body[0], body[1])
     q = _PARENTHESISED.search(text)
     if q:
         return Relay(line.number, line.process, q["type"], q["msg"].strip())
     a = _API_ERROR_JSON.search(text)
     if a:
         return Relay(line.number, line.process, "", a["msg"])
-    body = _BODY_LINE.match(text)
-    if body and _SAYS_WHAT_FAILED.search(body["msg"]):
-        return Relay(line.number, line.process, "", body["msg"], own=True)
+    line_body = _BODY_LINE.match(text)
+    if line_body and _SAYS_WHAT_FAILED.search(line_body["msg"]):
+        return Relay(line.number, line.process, "", line_body["msg"], own=True)
     if '"level"' in text and _JSON_RECORD_LEVEL.search(text):
         j = _JSON_RECORD_MESSAGE.search(text)
         if j and _SAYS_WHAT_FAILED.search(j["msg"]):
@@ -351,6 +410,9 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
     lab = _LABEL.match(text) or _QUOTED_LINE.match(text)
     if lab:
         return Relay(line.number, line.process, lab["type"], lab["msg"], own=True)
+    quoted_args = _QUOTED_ARGS.match(text)
+    if quoted_args:
+        return Relay(line.number, line.process, "", quoted_args["msg"], own=True)
     prose = _PROSE_ERROR.search(text)
     if prose:
         return Relay(line.number, line.process, "", prose["msg"].strip(), own=True)

@@ -22,15 +22,20 @@ failed first):
    deaths (exit -15: killed by its parent);
 4. vLLM's ``EngineCore encountered a fatal error`` without its traceback;
 5. tracebacks of background threads.
+
+Where none of these is in view, the last of the log's final lines whose words the
+catalogue knows as a failure is that error's own line (see ``alone``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from vllmdiag.readers.triage import causes
+from vllmdiag.readers.triage.alone import known_alone
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.fallback import quoted, unknown_note
@@ -57,6 +62,7 @@ WRAPPER = re.compile(
     # an HTTP client's record of the server's error answer: the body's message is the
     # server's error (OpenAI's client), or only the status is (a bare ``Request failed``)
     r"|^(?:openai\.)?\w*Error: Error code: \d{3} - \{"
+    r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): (?:HTTP )?[45]\d\d - \{"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): Request failed: [45]\d\d\b"
 )
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
@@ -204,6 +210,12 @@ def choose(
         cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat, cut)))
     if ev.cli_error is not None:
         cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
+    if not cands:
+        read = {d.line for d in ev.deaths}
+        alone = known_alone(ev.ending, cat, ev.vllm_version, WRAPPER, read)
+        if alone is not None:
+            said = dataclasses.replace(ev, relay=alone)
+            cands.append(_Candidate(1, alone.line, _relayed(said, cat, None)))
     note = None
     cause = None
     if cands:

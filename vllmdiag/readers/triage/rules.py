@@ -222,6 +222,14 @@ def _placement(c: _Case) -> Blame:
             f"no device was visible to the engine {c.framework} placed: its placement (the "
             "GPUs it gave the actor) or the machine, which of the two is not in view",
         )
+    if c.seen.ray_task is not None:
+        return Blame(
+            "unknown",
+            None,
+            f"no device was visible in the Ray task {c.seen.ray_task}, which the code driving "
+            "vLLM started: its placement (the GPUs it asked for) or the machine, which of the "
+            "two is not in view",
+        )
     return Blame("environment", None, c.why or "no device is visible to the engine")
 
 

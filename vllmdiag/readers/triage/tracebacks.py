@@ -40,6 +40,9 @@ __all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
 
 _TB_START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?:,? in (?P<func>.+))?')
+#: A frame whose line number and function the paste lost (text read back from a photo):
+#: its file alone, in quotes, a Python file.
+_BARE_FRAME = re.compile(r'^File [“"](?P<file>[^"”]+\.py)[”"]$')
 #: IPython's frames (``File /x.py:177, in LLM.__init__(self, ..)``, ``Cell In[3], line
 #: 1``; IPython 7's ``/x.py in __init__(self, ..)``, ``<ipython-input-2-ab> in <module>``)
 #: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled); Colab's
@@ -328,6 +331,9 @@ class TracebackParser:
         fm = _FRAME.match(stripped)
         if fm:
             return _frame(fm)
+        bare = _BARE_FRAME.match(stripped)
+        if bare:
+            return Frame(bare["file"].strip(), 0, "")
         om = _OTHER_FRAME.match(stripped) if stripped[:1] in "FC/<[" or ".py" in stripped else None
         if om is None:
             if _PATH_PIECE.match(stripped):

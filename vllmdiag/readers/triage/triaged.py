@@ -11,6 +11,7 @@ from vllmdiag.model.root_cause import EvidenceKind as EvidenceKind
 from vllmdiag.model.root_cause import Origin
 from vllmdiag.model.root_cause import RootCause as RootCause
 from vllmdiag.readers.triage.deaths import Death
+from vllmdiag.readers.triage.lines import Line
 from vllmdiag.readers.triage.relays import Relay
 
 
@@ -84,6 +85,8 @@ class Evidence:
     lines: int = 0
     finished: str | None = None  # the benchmark's result line, when the run printed one
     last_line: str = ""  # the log's last non-blank line (normalised)
+    #: the log's last non-blank lines (normalised): a paste of an error's words alone
+    ending: tuple[Line, ...] = ()
     cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
     relay: Relay | None = None  # the first error a process around vLLM relays
     deaths: tuple[Death, ...] = ()  # lines saying a process died, in log order

@@ -3,6 +3,7 @@ the few facts besides (vLLM's version, a refused command line, a result line).""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from vllmdiag.readers.triage import relays
@@ -13,7 +14,7 @@ from vllmdiag.readers.triage.callers import (
     wrapper_in,
 )
 from vllmdiag.readers.triage.deaths import DeathWatch
-from vllmdiag.readers.triage.lines import is_error_record, normalise, unglue
+from vllmdiag.readers.triage.lines import Line, is_error_record, normalise, unglue
 from vllmdiag.readers.triage.pipconflict import PipConflict
 from vllmdiag.readers.triage.tracebacks import TracebackParser
 
@@ -71,6 +72,13 @@ _NOT_A_CLI = frozenset(
 )
 
 
+#: A Python warning whose message ends with a colon: the failed import it quotes follows
+#: on the next line (``connections.py:8: RuntimeWarning: Failed to read commit hash:``).
+_WARNING_HEAD = re.compile(r"\b[A-Z]\w*Warning: .*:\s*$")
+#: How many lines a relayed message may go on over (Docker's daemon answer).
+_CONTINUATION = 4
+
+
 class Watch:
     """Feed raw lines in order; read the parser, the deaths and the facts after."""
 
@@ -91,6 +99,10 @@ class Watch:
         self.vllm_change = False
         #: pip's list of what conflicts, after its refusal
         self.pip = PipConflict()
+        #: the previous line (process, text): a warning's header above a quoted error
+        self._previous: tuple[str, str] = ("", "")
+        #: lines the relayed message may still go on over
+        self._continuing = 0
 
     def _refused(self, number: int, text: str) -> None:
         """A command line a CLI or a shell script refused, in their own formats."""
@@ -104,7 +116,12 @@ class Watch:
 
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
-        return self.parser.has_open or self.deaths.collecting or self.pip.collecting
+        return (
+            self.parser.has_open
+            or self.deaths.collecting
+            or self.pip.collecting
+            or self._continuing > 0
+        )
 
     def feed(self, number: int, raw: bytes) -> None:
         text = raw.decode("utf-8", "replace")
@@ -129,9 +146,10 @@ class Watch:
                 elif c:  # clap does not name the program: the process that printed it
                     self.cli_error = (number, c["msg"], line.process)
             if self.relay is None:
-                self.relay = relays.classify(line, is_error_record(line))
-                if self.relay is not None and self.relay.pip:
-                    self.pip.start = number
+                self._relayed(line)
+            elif self._continuing:
+                self._goes_on(text)
+        self._previous = (line.process, text)
         if self.pip.collecting:
             self.pip.feed(number, text)
         if self.wrapper is None and any(h in text.lower() for h in WRAPPER_HINTS):
@@ -150,3 +168,27 @@ class Watch:
             v = _VERSION.search(text)
             if v:
                 self.version = v["a"] or v["b"] or v["c"]
+
+    def _relayed(self, line: Line) -> None:
+        relay = relays.classify(line, is_error_record(line))
+        if relay is None:
+            return
+        if relay.pip:
+            self.pip.start = line.number
+        process, previous = self._previous
+        if relay.own and process == line.process and _WARNING_HEAD.search(previous):
+            # the error a warning quotes (the run went on after it), not its own line
+            relay = dataclasses.replace(relay, own=False, warning=True)
+        self._continuing = _CONTINUATION if relay.continues else 0
+        self.relay = relay
+
+    def _goes_on(self, text: str) -> None:
+        """A line of the relayed message that goes on (Docker's daemon answer), until a
+        blank line."""
+        assert self.relay is not None
+        if not text.strip():
+            self._continuing = 0
+            return
+        self._continuing -= 1
+        message = f"{self.relay.message} {text.strip()}"
+        self.relay = dataclasses.replace(self.relay, message=message)

@@ -1,0 +1,84 @@
+"""A paste that is only an error's own words: no traceback, no exception type, no
+marker a reader looks for (``The quantization method awq is not supported for the
+current GPU. ..``, vLLM's error record of a CUDA error, a check's message a user copied
+out of a notebook). Where nothing else in the log names a root cause, the last of the
+paste's final lines whose words the catalogue knows as a failure is that error's own
+line: the catalogue is what says it is an error at all, so a line it does not know is
+never taken, nor one where only a word or two of it matched (``Aborted``), a record
+logged below error level, a line of source code, or the text of a Python warning."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+
+from vllmdiag.readers.triage.catalogue import Catalogue
+from vllmdiag.readers.triage.causes import match
+from vllmdiag.readers.triage.lines import Line
+from vllmdiag.readers.triage.relays import Relay
+
+_TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$")
+#: A program's label before its error (pip's ``ERROR: No matching distribution ..``).
+_LABEL = re.compile(r"^(?:ERROR|Error|error): +(?=\S)")
+#: An HTTP error body pretty-printed over lines: its ``"message"`` line, and the
+#: ``"type"`` line that names the exception.
+_BODY_MESSAGE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
+_BODY_TYPE = re.compile(r'^"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))",?$')
+#: The line as a user quoted it: in double quotes or backticks.
+_QUOTED = re.compile(r'^(?P<q>["“`])\s*(?P<inner>\S.*?)\s*["”`]$')
+_LONGEST = 2000
+#: The fewest characters of the line the catalogue's pattern must match: its words, not
+#: a word that also names a signal (``Aborted``).
+_WORDS = 16
+#: A line of a traceback's source (``raise ValueError("No available memory ..``).
+_SOURCE = re.compile(r"^(?:raise|return|assert|if|elif|except|def|File)\b|^\w+ = ")
+#: A Python warning's header (``.. torch/cuda/__init__.py:287: UserWarning: ``): the lines
+#: after it are the warning's text, and the run went on.
+_WARNING = re.compile(r"\b[A-Z]\w*Warning:(?:\s|$)")
+_QUIET = frozenset({"DEBUG", "INFO", "WARNING"})
+#: A line saying the error that ended the run is elsewhere (Ray's note that an actor's
+#: creation task raised, whose own traceback it prints): never that error itself.
+_ELSEWHERE = re.compile(
+    r"error raised in its creation task|[Ss]ee (?:the )?(?:stack trace|root cause)"
+)
+
+
+def known_alone(
+    ending: Sequence[Line],
+    cat: Catalogue,
+    version: str | None,
+    skip: re.Pattern[str],
+    read: Collection[int] = (),
+) -> Relay | None:
+    """The error whose own words are the last known failure among ``ending`` (the log's
+    last lines), or None. ``skip``: lines that only relay an error (vLLM's wrappers);
+    ``read``: numbers of lines another reader already read (a death notice the process
+    lived on after)."""
+    warned = next((i for i, k in enumerate(ending) if _WARNING.search(k.text)), len(ending))
+    for line in reversed(ending[:warned]):
+        if line.level in _QUIET or line.number in read:
+            continue
+        text = line.text.strip()
+        quoted = _QUOTED.match(text)
+        if quoted:
+            text = quoted["inner"]
+        if not text or len(text) > _LONGEST or _SOURCE.match(text):
+            continue
+        if skip.search(text) or _ELSEWHERE.search(text):
+            continue
+        text = _LABEL.sub("", text)
+        typed = _TYPED.match(text)
+        typ, msg = (typed["type"], typed["msg"]) if typed else ("", text)
+        body = _BODY_MESSAGE.match(text)
+        if body:
+            msg = body["msg"]
+            later = (_BODY_TYPE.match(k.text.strip()) for k in ending if k.number > line.number)
+            typ = next((t["type"] for t in later if t), "")
+        hit = match(cat, typ, msg, [], version)
+        if hit is None or hit.entry.benign or hit.entry.raised_by is not None:
+            continue
+        words = hit.entry.pattern.search(msg) or hit.entry.pattern.search(text)
+        if words is None or len(words.group()) < _WORDS:
+            continue
+        return Relay(line.number, line.process, typ, msg, own=True)
+    return None
