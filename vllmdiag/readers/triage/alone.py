@@ -17,7 +17,9 @@ from vllmdiag.readers.triage.causes import match
 from vllmdiag.readers.triage.lines import Line
 from vllmdiag.readers.triage.relays import Relay
 
-_TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$")
+#: The error's type and message; a user may have put the type in backticks
+#: (```ModuleNotFoundError` : No module named ..``).
+_TYPED = re.compile(r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))`? ?: (?P<msg>\S.*)$")
 #: A program's label before its error (pip's ``ERROR: No matching distribution ..``).
 _LABEL = re.compile(r"^(?:ERROR|Error|error): +(?=\S)")
 #: An HTTP error body pretty-printed over lines: its ``"message"`` line, and the

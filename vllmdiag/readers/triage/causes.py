@@ -324,7 +324,7 @@ def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> Ro
         )
     message = r.message
     if r.pip and ev.pip_causes:
-        message += f" The conflict is caused by: {ev.pip_causes}"
+        message += f" {ev.pip_causes}"
         why += "; pip's list of what conflicts follows it"
     return _cause(
         cat,

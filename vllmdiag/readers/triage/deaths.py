@@ -165,6 +165,19 @@ RULES: tuple[_Rule, ...] = (
         "unknown",
     ),
     _Rule(re.compile(r"EngineCore encountered a fatal error"), "weak", "vllm"),
+    # a shell's report that the command a script ran died of a signal (``start.sh: line
+    # 18:  1669 Illegal instruction     (core dumped) python -m ..``): that process died
+    _Rule(
+        re.compile(
+            r"^\S+: line \d+: +(?P<pid>\d+) (?P<signal>Illegal instruction|Segmentation fault"
+            r"|Aborted|Killed|Bus error|Floating point exception)\b\s*(?:\(core dumped\)\s*)?"
+            r"(?P<cmd>[\w./-]*)"
+        ),
+        "signal",
+        "unknown",
+        lambda m, p: f"{m['cmd'].rsplit('/', 1)[-1] or 'process'} pid={m['pid']}",
+        from_match=True,
+    ),
     _Rule(
         re.compile(
             r"Segmentation fault|Segfault encountered|\*\*\* SIG(?:SEGV|ABRT|BUS|FPE"
@@ -174,6 +187,7 @@ RULES: tuple[_Rule, ...] = (
             r"|exit(?:ed with)? ?code:? -?(?:9|11|6|134|137|139)\b"
             r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"
             r"|^srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted)"
+            r"|^(?:Illegal instruction|Bus error|Floating point exception)(?: \(core dumped\))?$"
         ),
         "signal",
         "unknown",
@@ -206,7 +220,9 @@ def classify(line: Line) -> Death | None:
         return Death(
             line.number,
             rule.process(m, line.process),
-            text[m.start() :] if rule.from_match else text,
+            text[m.start("signal") if "signal" in m.groupdict() else m.start() :]
+            if rule.from_match
+            else text,
             rule.strength,
             origin,
             package or ("vllm" if origin == "vllm" else None),

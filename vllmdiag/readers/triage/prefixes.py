@@ -50,11 +50,13 @@ RIGHT_BORDER = re.compile(r"^(?P<body>[^│]*\S)\s+│\s*$")
 
 #: What a capturer adds: an ISO timestamp (docker --timestamps, kubectl, CI; a first
 #: line may have lost its head), a CRI stream tag, syslog/journald's date, host and
-#: unit[pid], and one space or a ``|`` separator after it (no more: the indentation of a
-#: traceback's frame lines is the line's own).
+#: unit[pid], Docker BuildKit's step and seconds (``#8 25.71 ``, ``25.71 ``), and one
+#: space or a ``|`` separator after it (no more: the indentation of a traceback's frame
+#: lines is the line's own).
 CAPTURE = re.compile(
     rf"^(?:\[{_ISO}\]|{_ISO}(?=\s)(?: (?:stdout|stderr) [FP](?= ))?"
-    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [\w.-]+ [\w.@/-]+(?:\[\d+\])?:)?)"
+    r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [\w.-]+ [\w.@/-]+(?:\[\d+\])?:)?"
+    r"|(?:#\d+ )?\d{1,5}\.\d{2,3}(?= ))"
     r"(?:[ \t]?\|[ \t]?|[ \t])?"
 )
 
@@ -110,7 +112,8 @@ LOGGER = re.compile(
 #: name:12 >>``, lm-eval's ``date:time,ms LEVEL [file:12]``, DeepSpeed's ``[ERROR]
 #: [file.py:12:func]``, loguru's ``name:func:12 -`` (its level column peeled before), Ray's
 #: Python logger's ``ERROR worker.py:427 -- `` (after the tab behind its timestamp), Ray
-#: Serve's ``ERROR 2024-09-19 08:23:55,732 controller 528 deployment_state.py:681 - ``.
+#: Serve's ``ERROR 2024-09-19 08:23:55,732 controller 528 deployment_state.py:681 - ``,
+#: and vLLM's own prefix cut to its file tag (``[serving_chat.py:1001] ``).
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
     r"|[EWIF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ [\w./-]+:\d+\] "
@@ -128,6 +131,7 @@ FOREIGN = re.compile(
     rf"|(?:{_LEVELS}) +\d+ (?=\S)"
     rf"|\d+ [\w.]+ (?:{_LEVELS}) \[[^\]]*\] "
     r"|(?:\[[A-Z]{1,4}\]){2,} ?"
+    r"|\[[\w.-]+\.py:\d+\] (?=\S)"
     r"|\[(?:ERROR|WARNING|INFO|DEBUG)\] \d{4}-\d{2}-\d{2}-[\d:.]+ \(PID:\d+[^)]*\) "
     rf"|(?:{_LEVELS}) \d{{4}}-\d{{2}}-\d{{2}} [\d:,.]+ [\w:.-]+ \d+ [\w./-]+:\d+ - )"
 )

@@ -15,7 +15,8 @@ The exception is the receiver's (a driver relaying the loss); the failure is the
 death, which Ray describes in its last sentences: the root cause is that report, of the
 process ``WorkerDict pid=87687`` (the class's own name and the pid Ray gives), read as a
 death line (an older Ray gives no account: its first sentence is the death line then,
-where the actor is named). An actor that died because its creation task raised carries that task's
+where the actor is named, or alone: a death of an actor the paste does not name, ``main``).
+An actor that died because its creation task raised carries that task's
 traceback instead (read as a Ray task error's remote traceback, not here).
 """
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from vllmdiag.readers.triage.lines import MAIN
 
 _DIED = re.compile(r"ActorDiedError$|RayActorError$|ActorUnavailableError$")
 #: Ray's account of why the actor is gone (its GCS's words, over Ray's releases).
@@ -54,8 +57,12 @@ def actor_death(typ: str, message: str) -> ActorDeath | None:
         # the named actor's death, in Ray's first sentence; without the actor named,
         # the receiver's exception stays
         first = _UNEXPECTED.match(message)
-        if first is None or cls is None:
+        if first is None:
             return None
+        if cls is None:
+            # Ray's first sentence alone: an actor the paste does not name died; with
+            # anything else after it, the receiver's exception stays
+            return ActorDeath(MAIN, first.group()) if message.strip() == first.group() else None
         if pid is None and not message.rstrip().endswith(cls.group()):
             return None
         text = first.group()

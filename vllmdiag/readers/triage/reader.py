@@ -51,6 +51,7 @@ LITERALS: tuple[bytes, ...] = (
     b"atal",
     b"fault",
     b"SIG",
+    b"llegal instruction",  # SIGILL as the shell reports it
     b"xitcode",  # torch elastic's ``failed (exitcode: -11)``
     b"maximum context length",
     b'File "',  # a frame: stack pasted without its header or exception line (or indent)

@@ -38,8 +38,11 @@ _REPR = re.compile(
 #: is in the server's log).
 _HTTP_STATUS = re.compile(r"(?P<msg>(?:Server|Client) error '\d{3} [^']*' for url .*)$")
 #: The OpenAI JavaScript client's record of an HTTP error status (``Error: 400 status code
-#: (no body)``), with its type as printed.
-_JS_HTTP_STATUS = re.compile(r"\b(?P<type>Error|\w+Error): (?P<msg>[45]\d\d status code\b.*)$")
+#: (no body)``, behind an application's label: ``Error: OpenAI API error: 400 ..``), with
+#: its type as printed.
+_JS_HTTP_STATUS = re.compile(
+    r"\b(?P<type>Error|\w+Error): (?P<msg>(?:[\w ]{1,40}: )?[45]\d\d status code\b.*)$"
+)
 #: A program's fatal error line, Go's cobra, Rust's anyhow and click print it so:
 #: ``Error: ModelFactory not initialized``.
 _PROGRAM_ERROR = re.compile(r"^Error: (?P<msg>[A-Za-z]\S*(?: \S+)+)$")
@@ -151,9 +154,9 @@ _ESCAPED_EXC = re.compile(r'^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<m
 _ESCAPED_COLOUR = re.compile(r"\\u001[Bb](?:\[[0-9;]*m)?")  # its "[36m" may be gone
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\)\s*\(pid=(?P<pid>\w+)")
 #: A pydantic v2 validation error's own line (``Value error, <msg> [type=value_error,
-#: input_value=..]``) without the header line that names the error: a paste that kept
-#: only the body.
-_PYDANTIC_LINE = re.compile(r"^(?:Value|Assertion) error, \S.* \[type=\w+, input_value=")
+#: input_value=..]``, the ``[type=..]`` part also on a later line or cut) without the
+#: header line that names the error: a paste that kept only the body.
+_PYDANTIC_LINE = re.compile(r"^(?:Value|Assertion) error, [A-Z`'\"]")
 PYDANTIC_ERROR = "pydantic_core._pydantic_core.ValidationError"
 #: An error quoted in backticks inside a sentence: typed, or Python's own untyped
 #: argument error (the closing backtick may be cut with the paste).
@@ -165,10 +168,13 @@ _BACKTICK_ARGS = re.compile(
     r"(?: positional| keyword-only)? arguments?:|takes \d+ positional arguments? but)"
     r" [^`]+?)(?:`|$)"
 )
-#: pip's resolver giving up (the ``ResolutionImpossible`` line follows, naming no package).
+#: pip's resolver giving up (the ``ResolutionImpossible`` line follows, naming no package),
+#: or its report, after an install it went through with, of what now conflicts.
 _PIP_CONFLICT = re.compile(
     r"^(?:ERROR: )?(?P<msg>Cannot install .+? because these package versions have "
-    r"conflicting dependencies\.)"
+    r"conflicting dependencies\.|pip's dependency resolver does not currently take into "
+    r"account all the packages that are installed\. This behaviour is the source of the "
+    r"following dependency conflicts\.)"
 )
 _OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
 #: An HTTP proxy's own answer that the server behind it did not take the connection
@@ -182,6 +188,17 @@ _SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpec
 #: Docker's refusal to start a container: ``docker: Error response from daemon: ..``
 #: (the daemon's message goes on over the next lines).
 _DOCKER = re.compile(r"^docker: (?P<msg>Error response from daemon: \S.*)$")
+#: transformers' lazy import relaying what failed, nested as often as modules import
+#: each other (``Failed to import X because of the following error (look up to see its
+#: traceback): Failed to import Y because of ..: <error>``): the innermost is the error.
+_LAZY_IMPORT = re.compile(
+    r"^.*because of the following error \(look up to see its traceback\):\s*(?P<msg>\S.*)$"
+)
+#: A build tool's own error line (``ninja: error: '/opt/rocm/lib/libamdhip64.so', needed by
+#: '..', missing and no known rule to make it``): the tool is the process.
+_BUILD_TOOL = re.compile(
+    r"^(?P<prog>ninja|make|cmake|gmake): (?:\*\*\* )?(?:error|Error): (?P<msg>\S.*)$"
+)
 #: Python's argument error without its type, as a line ends with it.
 _ARGS = re.compile(
     r"(?P<msg>[\w.]+\(\) (?:got an unexpected keyword argument|got multiple values for"
@@ -207,7 +224,8 @@ class Relay:
     #: the relaying line is a warning record (vLLM's note that an import failed): the run
     #: went on, so a traceback after it that the paste cut is where it ended
     warning: bool = False
-    #: the error's message goes on over the lines that follow (Docker's daemon answer)
+    #: the error's message goes on over the lines that follow (Docker's daemon answer, a
+    #: pydantic message until its ``[type=..]``)
     continues: bool = False
 
 
@@ -289,6 +307,16 @@ def _backticked(line: Line, text: str, error_record: bool) -> Relay | None:
     return Relay(line.number, line.process, typ, q["msg"].strip(), own=True)
 
 
+def _lazy_import(line: Line, text: str, error_record: bool) -> Relay | None:
+    z = _LAZY_IMPORT.match(text) if "look up to see its traceback" in text else None
+    if z is None or "because of the following error" in z["msg"]:
+        return None
+    typed = re.match(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$", z["msg"])
+    if typed:
+        return Relay(line.number, line.process, typed["type"], typed["msg"])
+    return Relay(line.number, line.process, "", z["msg"])
+
+
 def _pip(line: Line, text: str, error_record: bool) -> Relay | None:
     p = _PIP_CONFLICT.match(text)
     return Relay(line.number, line.process, "", p["msg"], own=True, pip=True) if p else None
@@ -301,6 +329,9 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     w = _SERVER_EXITED.match(text) or _PROXY_UPSTREAM.match(text)
     if w:
         return Relay(line.number, line.process, "", w["msg"])
+    b = _BUILD_TOOL.match(text)
+    if b:
+        return Relay(line.number, b["prog"], "", b["msg"], own=True)
     d = _DOCKER.match(text)
     if d:
         return Relay(line.number, "docker", "", d["msg"], own=True, continues=True)
@@ -399,7 +430,10 @@ def _error_body(line: Line, text: str, error_record: bool) -> Relay | None:
 
 def _pydantic(line: Line, text: str, error_record: bool) -> Relay | None:
     if _PYDANTIC_LINE.match(text):
-        return Relay(line.number, line.process, PYDANTIC_ERROR, text)
+        # a message pydantic prints over lines goes on until its ``[type=..]`` part
+        return Relay(
+            line.number, line.process, PYDANTIC_ERROR, text, continues="[type=" not in text
+        )
     return None
 
 
@@ -438,6 +472,7 @@ def _failed_record(line: Line, text: str, error_record: bool) -> Relay | None:
 
 
 _READERS: tuple[_Reader, ...] = (
+    _lazy_import,
     _escaped,
     _backticked,
     _pip,

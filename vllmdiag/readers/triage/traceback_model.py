@@ -84,6 +84,9 @@ class OpenTraceback:
     exc_line: int = 0
     blank: bool = False
     gapped: bool = False  # the message went on after one blank line (huggingface_hub's)
+    #: the exception line held only its type: the message is the indented block below
+    #: it, blank lines included (multiprocessing's ``RuntimeError: `` and its paragraphs)
+    block: bool = False
     noise: int = 0
     header_error: bool = False  # the header line was logged as an error (or printed raw)
     header_line: int = 0

@@ -96,6 +96,10 @@ _NEW = re.compile(
     r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
 )
 
+#: A message line a paste broke mid-word: it ends inside a word or number, and the next
+#: line starts with the rest of it (lower case, a digit, or a hyphen).
+_BROKEN_OFF = re.compile(r"[\w-]$")
+_BROKEN_ON = re.compile(r"^[a-z0-9_-]")
 #: Lines of a stream that may pass before an open traceback is considered abandoned.
 STALE_FRAMES = 5000
 STALE_AFTER = 64
@@ -137,6 +141,10 @@ class TracebackParser:
         key = (line.process, line.level is not None)
         stripped = line.text.strip()
         st = self.open.get(key)
+        if st is None and line.process != MAIN and line.text[:1] in (" ", "\t"):
+            st = self._retagged(key, line)
+        if st is None and key == (MAIN, False) and line.record is None and self._wrapped(line):
+            return True
         self._fed += 1
         if self._fed % 256 == 0 and self.open:
             self._expire(line.number)
@@ -155,6 +163,39 @@ class TracebackParser:
             return self._outside(key, line, stripped)
         return True
 
+    def _wrapped(self, line: Line) -> bool:
+        """An untagged line that goes on with the message of a tagged process's exception
+        right above it, which a paste broke in two mid-word (``.. engine ID mismatch.
+        Expected 46126a31-6b81`` / ``-435d-a116-..,received 96b1c4ff-..``): appended to
+        that message."""
+        stripped = line.text.strip()
+        if not stripped or not _BROKEN_ON.match(stripped) or _NEW.match(stripped):
+            return False
+        for key, st in self.open.items():
+            if (
+                key[0] != MAIN
+                and st.state == "after"
+                and st.last_seen == line.number - 1
+                and st.exc_lines
+                and _BROKEN_OFF.search(st.exc_lines[-1])
+                and len(st.exc_lines) < MAX_MESSAGE_LINES
+            ):
+                st.exc_lines[-1] += stripped
+                st.last_seen = line.number
+                return True
+        return False
+
+    def _retagged(self, key: tuple[str, bool], line: Line) -> OpenTraceback | None:
+        """An exception line without a process tag, right above an indented line of its
+        message that has one: the paste cut the tag off the exception line (the message
+        goes on under the process's tag), so the exception is that process's."""
+        untagged = (MAIN, False)
+        st = self.open.get(untagged)
+        if st is None or st.state != "after" or st.exc_line != line.number - 1 or st.frames:
+            return None
+        self.open[key] = self.open.pop(untagged)
+        return st
+
     def _start(
         self, key: tuple[str, bool], line: Line, head: str, st: OpenTraceback | None
     ) -> None:
@@ -162,10 +203,15 @@ class TracebackParser:
             st.state, st.start, st.last_seen, st.blank = "frames", line.number, line.number, False
             return
         notice = None
+        introduced = ""
         if st is not None:
             if st.state == "after" and head and self._continues(st, line, head):
                 st.exc_lines.append(head)  # V0: "<message>, Traceback (most recent ...)"
                 head = ""
+            elif st.state == "after" and not head and _introduces_next(st, line):
+                # the record logged right above this traceback (``logger.exception``'s
+                # message) is its header, not the previous exception's message
+                introduced = st.exc_lines.pop()
             if st.state == "after" and st.kind == "notice":
                 notice = st.close_link()
                 st.links.pop()
@@ -189,6 +235,8 @@ class TracebackParser:
             # indented tail of a multi-line message)
             near = seen >= line.number - 2
             error = bool(head) and near and self.last_error.get(key_above, False)
+        if introduced:
+            head, error, seen = introduced, True, line.number - 1
         self.open[key] = OpenTraceback(
             head, line.level, line.number, line.number, line.record, notice=notice
         )
@@ -209,9 +257,11 @@ class TracebackParser:
             self.orphan_indent.clear()
         frame = self._frame_of(key, line, stripped)
         if frame is not None:
+            # how deep the frames are indented: the last one's (a paste's first line may
+            # have lost the indent the rest keep)
+            self.orphan_indent[key] = len(line.text) - len(line.text.lstrip())
             if not self.orphans.get(key):
                 self.orphan_start[key] = line.number
-                self.orphan_indent[key] = len(line.text) - len(line.text.lstrip())
                 seen, text = self.last_text.get(key, (0, ""))
                 if seen == line.number - 1 and self.last_error.get(key, False):
                     self.above[key] = (seen, text)
@@ -244,8 +294,13 @@ class TracebackParser:
             # the source line under an orphan frame, the indent lost with the paste's
             self.traceish[key] = line.number
             return False
-        if m and (m["msg"] is not None or near) and _exception_like(m["type"], near):
+        typed_alone = m is not None and m["msg"] is None and stripped.endswith(":")
+        if m and (m["msg"] is not None or near or typed_alone) and _exception_like(m["type"], near):
             self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
+            if typed_alone or not (m["msg"] or "").strip():
+                # its message is on the lines below (``ImportError:``, then the message)
+                self.open[key].exc_lines = []
+                self.open[key].block = True
             return True
         u = _UNHANDLED.match(stripped)
         if u:  # the relaying process names the task that failed: read it as Ray's relay
@@ -418,7 +473,12 @@ class TracebackParser:
             st.blank, st.gapped = False, True  # the rest of huggingface_hub's message
         if stripped in ("...", "…"):
             return True  # the paste's elision mark
-        if (indented and not st.blank) or (not indented and self._continues(st, line, stripped)):
+        if st.block and not st.exc_lines and not indented and _NEW.match(stripped) is None:
+            st.exc_lines.append(stripped)  # the message, on the line below its type
+            return True
+        if (indented and (not st.blank or st.block)) or (
+            not indented and self._continues(st, line, stripped)
+        ):
             if len(st.exc_lines) < MAX_MESSAGE_LINES:
                 st.exc_lines.append(stripped)
             return True
@@ -484,6 +544,17 @@ class TracebackParser:
 
 def _frame(m: re.Match[str]) -> Frame:
     return Frame(m["file"], int(m["line"]), (m["func"] or "").strip())
+
+
+def _introduces_next(st: OpenTraceback, line: Line) -> bool:
+    """The last line taken into an exception's message is the line right above a new
+    ``Traceback`` header of the same stream, unindented: the record that introduces it."""
+    return (
+        len(st.exc_lines) > 1
+        and st.last_seen == line.number - 1
+        and bool(st.exc_lines[-1])
+        and not st.exc_lines[-1].startswith((" ", "\t"))
+    )
 
 
 def _another_exception(stripped: str) -> bool:

@@ -68,6 +68,9 @@ _NOT_A_CLI = frozenset(
         "sshd",
         "mpirun",
         "prterun",
+        "ninja",
+        "make",
+        "cmake",
     }
 )
 
@@ -145,6 +148,8 @@ class Watch:
                     self.cli_error = (number, m["msg"], m["prog"])
                 elif c:  # clap does not name the program: the process that printed it
                     self.cli_error = (number, c["msg"], line.process)
+            if self.relay is not None and self.relay.pip and "dependenc" in text:
+                self._pip_again(line)
             if self.relay is None:
                 self._relayed(line)
             elif self._continuing:
@@ -182,13 +187,25 @@ class Watch:
         self._continuing = _CONTINUATION if relay.continues else 0
         self.relay = relay
 
+    def _pip_again(self, line: Line) -> None:
+        """pip refusing again (the user ran it again): the later refusal, the one the log
+        ends with, is the one read."""
+        again = relays.classify(line, is_error_record(line))
+        if again is not None and again.pip:
+            self.relay, self.pip = None, PipConflict()
+
     def _goes_on(self, text: str) -> None:
         """A line of the relayed message that goes on (Docker's daemon answer), until a
-        blank line."""
+        blank line; a pydantic message until its ``[type=..]`` part, blank lines and all."""
         assert self.relay is not None
+        pydantic = self.relay.type == relays.PYDANTIC_ERROR
         if not text.strip():
-            self._continuing = 0
+            if not pydantic:
+                self._continuing = 0
             return
         self._continuing -= 1
+        if pydantic and "[type=" in text:
+            self._continuing = 0
+            text = text.split(" [type=", 1)[0]
         message = f"{self.relay.message} {text.strip()}"
         self.relay = dataclasses.replace(self.relay, message=message)
