@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.causes import match
-from vllmdiag.readers.triage.lines import Line
+from vllmdiag.readers.triage.lines import Line, is_error_record
 from vllmdiag.readers.triage.relays import Relay
 
 #: The error's type and message; a user may have put the type in backticks
@@ -60,6 +60,8 @@ def known_alone(
     for line in reversed(ending[:warned]):
         if line.level in _QUIET or line.number in read:
             continue
+        if line.level is None and line.record is not None and not is_error_record(line):
+            continue  # another logger's record below error level (glog's ``[W ..]``)
         text = line.text.strip()
         quoted = _QUOTED.match(text)
         if quoted:

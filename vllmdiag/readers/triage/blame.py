@@ -53,6 +53,7 @@ from vllmdiag.readers.triage.arguments import (
 )
 from vllmdiag.readers.triage.lookups import Frame, lookup_blame, only_dispatch, strip_dispatch
 from vllmdiag.readers.triage.parties import (
+    CARRIERS,
     ORIGINS,
     Blame,
     Origin,
@@ -60,6 +61,7 @@ from vllmdiag.readers.triage.parties import (
     blame_text,
     by_place,
     frames_of,
+    framework_of,
     short,
 )
 from vllmdiag.readers.triage.rules import RULE, by_rule
@@ -206,6 +208,9 @@ def decide(
     advised = _by_advice(message, raiser)
     if advised is not None:
         return advised
+    declined = _declined(typ, message, frames)
+    if declined is not None:
+        return declined
     if raiser is not None:
         return by_place(raiser, rule_why)
     if passed_through:
@@ -219,6 +224,28 @@ def decide(
         "unknown",
         None,
         "no frame of the failing code is in view and the message does not say whose it is",
+    )
+
+
+def _declined(typ: str, message: str, frames: list[Frame]) -> Blame | None:
+    """A bare ``NotImplementedError`` raised in vLLM's code for a call a framework made
+    (V0's engine declining ``collective_rpc``): vLLM says it does not offer that, so the
+    framework that asked for it must use what the engine it runs offers."""
+    if typ.rsplit(".", 1)[-1] != "NotImplementedError" or message.strip() or len(frames) < 2:
+        return None
+    if frames[-1].place != "vllm":
+        return None
+    outside = [f for f in frames if f.place != "vllm" and f.package not in CARRIERS]
+    if not outside or outside[-1].place not in ("dependency", "user"):
+        return None
+    asker = outside[-1]
+    package = framework_of(asker) if asker.place == "user" else asker.package
+    return Blame(
+        "caller",
+        package,
+        f"vLLM declines the call {package or 'the code driving it'} made (a bare "
+        "NotImplementedError in vLLM's code): the caller must use what the installed engine "
+        "offers",
     )
 
 

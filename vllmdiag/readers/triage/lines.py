@@ -150,6 +150,13 @@ def _peel(text: str) -> tuple[str, str]:
             text = text[m.end() :]
             continue
         break
+    if process != MAIN and text.lstrip()[:1] in ("*", "`"):
+        # emphasis the paste put around the line behind its tag (``[rank1]: **Err: ..**``)
+        inner = text.lstrip()
+        marked = px.MARKUP.match(inner)
+        end = px.MARKUP_END.search(inner) if marked else None
+        if marked and end is not None and end.start() > marked.end():
+            text = inner[marked.end() : end.start()]
     return process, text
 
 

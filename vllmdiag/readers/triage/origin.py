@@ -54,6 +54,17 @@ def _under(path: str, dirs: Iterable[str]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
+#: A console script pip wrote (``...\\Scripts\\vllm.exe\\__main__.py``, ``.../bin/vllm``):
+#: it only imports the package's entry point and calls it, as the standard library would.
+#: In ``bin/`` only the known entry points are (a project's own ``bin/start-vllm`` is its
+#: code).
+_LAUNCHER = re.compile(
+    r"/Scripts/[\w.-]+\.exe/__main__\.py$"
+    r"|/bin/(?:vllm|ray|torchrun|accelerate|deepspeed|lm_eval|lighteval|trl|swift"
+    r"|llamafactory-cli|huggingface-cli|hf)$"
+)
+
+
 def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, str | None]:
     """(place, package) of one frame's file; (None, None) for the standard library.
     ``tool_dirs``: directories besides the running package whose files are the tool's
@@ -70,7 +81,7 @@ def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, st
             return None, None
         top = re.split(r"[.-]", parts[0], maxsplit=1)[0] if len(parts) == 1 else parts[0]
         return _named(top)
-    if _STDLIB.search(p):
+    if _STDLIB.search(p) or _LAUNCHER.search(p):
         return None, None
     parts = [x for x in p.split("/") if x]
     while len(parts) > 1 and _ELIDED.match(parts[0]):

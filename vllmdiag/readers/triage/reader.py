@@ -73,7 +73,8 @@ LITERALS: tuple[bytes, ...] = (
     b"No module named",
     b"undefined symbol",
     b"out of memory issue",
-    b"failed to start",  # a serving wrapper giving up on the server it started
+    b"ailed to start",  # a serving wrapper giving up on the server it started
+    b"Expired: ",  # subprocess's TimeoutExpired, whose name says no error
     b"does not allow any tokens",
     b"The actor is dead because",  # Ray's account of an actor's death, pasted alone
     b"Assertion `",  # a device kernel's assertion

@@ -91,6 +91,7 @@ _PROSE_ERROR = re.compile(
     r"\b(?:resulted in|results in|got|get|gives?|gave|throws?|threw|raised?|shows?|showed)"
     r" (?:the |this |an |a |following )?(?:error|exception)[:：] (?P<msg>[A-Za-z]\S*(?: \S+)+)$"
 )
+_TYPED_WORDS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$")
 #: Errors printed (or quoted) alone on their line without their type: vLLM's KV-cache
 #: check, a missing module, a compiled extension's unresolved symbol.
 _UNTYPED: tuple[re.Pattern[str], ...] = (
@@ -188,6 +189,12 @@ _SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpec
 #: Docker's refusal to start a container: ``docker: Error response from daemon: ..``
 #: (the daemon's message goes on over the next lines).
 _DOCKER = re.compile(r"^docker: (?P<msg>Error response from daemon: \S.*)$")
+#: A serving platform's record that its model server did not start, and why (KServe's
+#: ``Failed to start model server: <error>``).
+_SERVER_NOT_STARTED = re.compile(r"^Failed to start (?:the )?model server: (?P<msg>\S.*)$")
+#: An application's error record relaying what its API client raised (``OpenAI API error:
+#: Connection error.``, loguru's ``| ERROR | app.llm:ask:432 - API error: ..``).
+_API_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w* )?API error: (?!Error code: )(?P<msg>[A-Z]\S.*)$")
 #: transformers' lazy import relaying what failed, nested as often as modules import
 #: each other (``Failed to import X because of the following error (look up to see its
 #: traceback): Failed to import Y because of ..: <error>``): the innermost is the error.
@@ -329,6 +336,14 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     w = _SERVER_EXITED.match(text) or _PROXY_UPSTREAM.match(text)
     if w:
         return Relay(line.number, line.process, "", w["msg"])
+    started = _SERVER_NOT_STARTED.match(text)
+    if started:
+        return Relay(
+            line.number, line.process, "", started["msg"], context=text[: started.start("msg")]
+        )
+    api = _API_ERROR.search(text) if "API error: " in text else None
+    if api:
+        return Relay(line.number, line.process, "", api["msg"])
     b = _BUILD_TOOL.match(text)
     if b:
         return Relay(line.number, b["prog"], "", b["msg"], own=True)
@@ -449,7 +464,11 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
         return Relay(line.number, line.process, "", quoted_args["msg"], own=True)
     prose = _PROSE_ERROR.search(text)
     if prose:
-        return Relay(line.number, line.process, "", prose["msg"].strip(), own=True)
+        said = prose["msg"].strip()
+        typed = _TYPED_WORDS.match(said)
+        if typed:  # ``which throws error: ValueError: ..``: the type is the error's own
+            return Relay(line.number, line.process, typed["type"], typed["msg"], own=True)
+        return Relay(line.number, line.process, "", said, own=True)
     if any(u.search(text) for u in _UNTYPED):
         return Relay(line.number, line.process, "", text, own=True)
     return None

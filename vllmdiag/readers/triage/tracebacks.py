@@ -39,6 +39,10 @@ from vllmdiag.readers.triage.traceback_model import (
 __all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
 
 _TB_START = "Traceback (most recent call last):"
+#: IPython's header: the exception's type, then ``Traceback (most recent call last)``
+#: without the colon, right-aligned under a rule of dashes.
+_IPYTHON_START = "Traceback (most recent call last)"
+_IPYTHON_HEAD = re.compile(r"^[A-Za-z_][\w.]*\s{2,}Traceback \(most recent call last\)$")
 _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?:,? in (?P<func>.+))?')
 #: A frame whose line number and function the paste lost (text read back from a photo):
 #: its file alone, in quotes, a Python file.
@@ -61,7 +65,7 @@ _ARROW = re.compile(r"^-+> ?\d+ ")
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::(?: (?P<msg>.*))?)?$")
 #: Type names an exception line is recognised by without its header or frames in view.
 _EXC_NAME = re.compile(
-    r"[A-Za-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Unsupported)"
+    r"[A-Za-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Expired|Unsupported)"
     r"(?:\([\w.]+\))?$|^Exception$"
 )
 _NOTICE = re.compile(
@@ -150,6 +154,9 @@ class TracebackParser:
             self._expire(line.number)
         if stripped.endswith(_TB_START):
             self._start(key, line, stripped[: -len(_TB_START)].rstrip(" ,"), st)
+            return True
+        if stripped.endswith(_IPYTHON_START) and _IPYTHON_HEAD.match(stripped):
+            self._start(key, line, "", st)  # its first word is the exception's type
             return True
         if st is None:
             return self._outside(key, line, stripped)
