@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from vllmdiag.readers.triage.relays import body_error
+from vllmdiag.readers.triage.httperrors import body_error
 from vllmdiag.readers.triage.tracebacks import Link
 from vllmdiag.readers.triage.triaged import Evidence
 

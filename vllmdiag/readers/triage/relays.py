@@ -5,8 +5,9 @@ AttributeError: ..``), an error record saying a server failed to start and why, 
 in Chinese, a failure phrase quoting the exception's repr, an error quoted as one
 string with its line breaks escaped (the last line names it), a pydantic validation
 error's body line whose header line is cut, vLLM's own request-length message as a
-client prints the 400 it got back, HTTP error bodies (OpenAI's, JSON ones), and a proxy's
-or a serving wrapper's note that the server behind it is gone.
+client prints the 400 it got back, HTTP error statuses and bodies (read by
+``httperrors``), and a proxy's or a serving wrapper's note that the server behind it is
+gone.
 
 Also an error a person quotes in prose, in backticks (``it complains `AttributeError:
 ..` ``; an untyped ``f() got an unexpected keyword argument 'x'``), and pip's resolver
@@ -21,6 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from vllmdiag.readers.triage import httperrors
 from vllmdiag.readers.triage.lines import Line
 
 #: A failure phrase, then the error it quotes, typed.
@@ -33,15 +35,6 @@ _TYPED = re.compile(
 _REPR = re.compile(
     r"\b[Ff]ailed to [\w' .-]+? with (?P<type>[A-Z]\w*(?:Error|Exception))"
     r"\((?P<q>['\"])(?P<msg>.+?)(?P=q)\)"
-)
-#: httpx's answer to an HTTP error status, as a client logs it (the server's own error
-#: is in the server's log).
-_HTTP_STATUS = re.compile(r"(?P<msg>(?:Server|Client) error '\d{3} [^']*' for url .*)$")
-#: The OpenAI JavaScript client's record of an HTTP error status (``Error: 400 status code
-#: (no body)``, behind an application's label: ``Error: OpenAI API error: 400 ..``), with
-#: its type as printed.
-_JS_HTTP_STATUS = re.compile(
-    r"\b(?P<type>Error|\w+Error): (?P<msg>(?:[\w ]{1,40}: )?[45]\d\d status code\b.*)$"
 )
 #: A program's fatal error line, Go's cobra, Rust's anyhow and click print it so:
 #: ``Error: ModelFactory not initialized``.
@@ -57,31 +50,6 @@ _RELAYED_ARGS = re.compile(
 #: RAGFlow relaying what failed when it called a model (``Fail to access model(VLLM/x).
 #: 'NoneType' object has no attribute 'strip'``).
 _MODEL_ACCESS = re.compile(r"\bFail to access model\([^)]*\)\.(?:\*\*ERROR\*\*: ?)?(?P<msg>\S.*)$")
-#: An HTTP error body as a client logs it: OpenAI's client (``Error code: 400 - {..,
-#: 'message': '..', 'type': 'BadRequestError', ..}``), vLLM's own record of the error it
-#: returns (``ErrorInfo(message='..', type='NotFoundError', ..)``), a JSON body
-#: (``{"error":"AttributeError : '..' object has no attribute '..'"}``).
-_OPENAI_BODY = re.compile(
-    r"Error code: \d{3} - \{.*?'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
-)
-#: The same body without a type (``Error code: 500 - {'message': 'Internal server
-#: error'}``), and as JSON (``{"object":"error","message":"..","type":"BadRequestError",..}``,
-#: a Java client's ``NonTransientAiException: 400 - {..}``): the message runs to the
-#: ``type`` key, whatever quotes it holds.
-_OPENAI_UNTYPED = re.compile(r"Error code: \d{3} - \{'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)\}")
-_JSON_BODY = re.compile(
-    r'\{"object": ?"error", ?"message": ?"(?P<msg>.*?)", ?"type": ?"(?P<type>[^"]*)"'
-)
-_ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
-_JSON_ERROR = re.compile(
-    r'^\{"error": ?"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>(?:[^"\\]|\\.)+)"'
-)
-#: A JSON log record at error level (RunPod's worker): its message.
-_JSON_RECORD_LEVEL = re.compile(r'"level": ?"(?:ERROR|CRITICAL|FATAL)"')
-_JSON_RECORD_MESSAGE = re.compile(r'"message": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
-_SAYS_WHAT_FAILED = re.compile(
-    r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied"
-)
 #: An exception line behind a label the user put before it (``【BUG】：RuntimeError: ..``).
 _LABEL = re.compile(
     r"^【[^】]{1,20}】\s*[:：]?\s*(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
@@ -133,19 +101,10 @@ _QUOTED_ARGS = re.compile(
     r'^["“](?P<msg>[\w.]+\(\) (?:got an unexpected keyword argument|got multiple values for'
     r"|missing \d+ required|takes \d+ positional) .+?)\s*[\"”]$"
 )
-#: An error body pretty-printed over lines: its ``"message": ".."`` line.
-_BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
-#: A client quoting the server's JSON error after the status
-#: (``vllm API error 400: {"object":"error","message":"..``).
-_API_ERROR_JSON = re.compile(r'\berror \d{3}: \{.*?"message": ?"(?P<msg>(?:[^"\\]|\\.)+)')
 #: An error record saying a server or model failed to start or load, and why.
 _FAILED = re.compile(
     r"^(?:Failed to (?:start|launch|load|serve|initialize)|Could not (?:start|load)"
     r"|Unable to (?:start|load))\b[^:]*: \S"
-)
-#: vLLM's answer to a request longer than the model's context, as a client relays it.
-_CONTEXT = re.compile(
-    r"This model's maximum context length is \d+ tokens\. However, you requested \d+ tokens.*"
 )
 #: A failure phrase in Chinese (``模型加载失败: <reason>``: "model loading failed").
 _LOCALIZED = re.compile(r"^[^\x00-\x7f]*(?:失败|错误)[:：] ?(?P<msg>\S.*)$")
@@ -177,7 +136,6 @@ _PIP_CONFLICT = re.compile(
     r"account all the packages that are installed\. This behaviour is the source of the "
     r"following dependency conflicts\.)"
 )
-_OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
 #: An HTTP proxy's own answer that the server behind it did not take the connection
 #: (Envoy's, in front of a Kubernetes deployment of vLLM).
 _PROXY_UPSTREAM = re.compile(
@@ -255,20 +213,6 @@ def _escaped_frames(msg: str) -> tuple[str, tuple[tuple[str, str], ...]]:
             if f:
                 frames.append((f["file"], f["func"]))
     return parts[0].rstrip(), tuple(reversed(frames))
-
-
-def body_error(text: str) -> tuple[str, str] | None:
-    """(type, message) of an HTTP error body in ``text`` that the other readers do not
-    take: OpenAI's without a type, a JSON one; the type only where the body's names an
-    exception (``BadRequestError``, not ``Bad Request``)."""
-    u = _OPENAI_UNTYPED.search(text)
-    if u:
-        return "", u["msg"].strip()
-    j = _JSON_BODY.search(text)
-    if j:
-        typ = j["type"] if re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", j["type"]) else ""
-        return typ, j["msg"].strip()
-    return None
 
 
 def classify(line: Line, error_record: bool) -> Relay | None:
@@ -362,7 +306,7 @@ def _native_record(line: Line, text: str, error_record: bool) -> Relay | None:
     if (
         error_record
         and re.search(r"\.(?:cc|cpp|cxx):\d+", record)
-        and _SAYS_WHAT_FAILED.search(text)
+        and httperrors.SAYS_WHAT_FAILED.search(text)
     ):
         return Relay(line.number, line.process, "", text, own=True)
     return None
@@ -376,11 +320,7 @@ def _relayed_untyped(line: Line, text: str, error_record: bool) -> Relay | None:
 
 
 def _http_status(line: Line, text: str, error_record: bool) -> Relay | None:
-    h = _HTTP_STATUS.search(text) if "error '" in text else None
-    if h:
-        return Relay(line.number, line.process, "", h["msg"])
-    j = _JS_HTTP_STATUS.search(text) if "status code" in text else None
-    return Relay(line.number, line.process, j["type"], j["msg"]) if j else None
+    return _relay(line, httperrors.status(text))
 
 
 def _program_error(line: Line, text: str, error_record: bool) -> Relay | None:
@@ -409,38 +349,26 @@ def _typed(line: Line, text: str, error_record: bool) -> Relay | None:
 
 
 def _context_length(line: Line, text: str, error_record: bool) -> Relay | None:
-    c = _CONTEXT.search(text)
-    if c is None:
-        return None
-    t = _OPENAI_TYPE.search(text)
-    msg = c.group().split('", ')[0].rstrip("\"'")
-    return Relay(line.number, line.process, t["type"] if t else "", msg)
+    return _relay(line, httperrors.context_length(text))
 
 
 def _error_body(line: Line, text: str, error_record: bool) -> Relay | None:
-    """An HTTP error body (OpenAI's client, vLLM's ``ErrorInfo``, a JSON ``{"error":
-    "Type : msg"}``) or a JSON log record at error level, as a client or server logs it."""
-    for pattern in (_OPENAI_BODY, _ERROR_INFO, _JSON_ERROR):
-        b = pattern.search(text)
-        if b:
-            return Relay(line.number, line.process, b["type"], b["msg"].strip())
-    body = body_error(text)
-    if body is not None:
-        return Relay(line.number, line.process, body[0], body[1])
+    """An HTTP error body as a client or server logs it (see ``httperrors``), or a typed
+    error a line quotes in parentheses at its end."""
+    said = httperrors.body(text)
+    if said is not None:
+        return _relay(line, said)
     q = _PARENTHESISED.search(text)
     if q:
         return Relay(line.number, line.process, q["type"], q["msg"].strip())
-    a = _API_ERROR_JSON.search(text)
-    if a:
-        return Relay(line.number, line.process, "", a["msg"])
-    line_body = _BODY_LINE.match(text)
-    if line_body and _SAYS_WHAT_FAILED.search(line_body["msg"]):
-        return Relay(line.number, line.process, "", line_body["msg"], own=True)
-    if '"level"' in text and _JSON_RECORD_LEVEL.search(text):
-        j = _JSON_RECORD_MESSAGE.search(text)
-        if j and _SAYS_WHAT_FAILED.search(j["msg"]):
-            return Relay(line.number, line.process, "", j["msg"])
-    return None
+    return _relay(line, httperrors.body_text(text))
+
+
+def _relay(line: Line, said: httperrors.Said | None) -> Relay | None:
+    if said is None:
+        return None
+    typ, message, own = said
+    return Relay(line.number, line.process, typ, message, own=own)
 
 
 def _pydantic(line: Line, text: str, error_record: bool) -> Relay | None:

@@ -1,0 +1,124 @@
+"""HTTP errors as clients and servers write them into a log (pure): a client's record of
+an error status (httpx's, the OpenAI JavaScript client's), the error body a client quotes
+(OpenAI's Python client, with or without a type; a JSON body; vLLM's own ``ErrorInfo``; a
+JSON log record at error level), and vLLM's answer to a request longer than the context,
+as a client relays it. Each reader gives what the line says: the error's type (empty where
+it names none), its message, and whether the words are the error's own rather than a
+relay of it; ``relays`` makes the line's relay of it."""
+
+from __future__ import annotations
+
+import re
+
+#: (type, message, own): the error a line gives, and whether these are its own words.
+Said = tuple[str, str, bool]
+
+#: httpx's answer to an HTTP error status, as a client logs it (the server's own error
+#: is in the server's log).
+_HTTP_STATUS = re.compile(r"(?P<msg>(?:Server|Client) error '\d{3} [^']*' for url .*)$")
+#: The OpenAI JavaScript client's record of an HTTP error status (``Error: 400 status code
+#: (no body)``, behind an application's label: ``Error: OpenAI API error: 400 ..``), with
+#: its type as printed.
+_JS_HTTP_STATUS = re.compile(
+    r"\b(?P<type>Error|\w+Error): (?P<msg>(?:[\w ]{1,40}: )?[45]\d\d status code\b.*)$"
+)
+#: An HTTP error body as a client logs it: OpenAI's client (``Error code: 400 - {..,
+#: 'message': '..', 'type': 'BadRequestError', ..}``), vLLM's own record of the error it
+#: returns (``ErrorInfo(message='..', type='NotFoundError', ..)``), a JSON body
+#: (``{"error":"AttributeError : '..' object has no attribute '..'"}``).
+_OPENAI_BODY = re.compile(
+    r"Error code: \d{3} - \{.*?'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
+)
+#: The same body without a type (``Error code: 500 - {'message': 'Internal server
+#: error'}``), and as JSON (``{"object":"error","message":"..","type":"BadRequestError",..}``,
+#: a Java client's ``NonTransientAiException: 400 - {..}``): the message runs to the
+#: ``type`` key, whatever quotes it holds.
+_OPENAI_UNTYPED = re.compile(r"Error code: \d{3} - \{'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)\}")
+_JSON_BODY = re.compile(
+    r'\{"object": ?"error", ?"message": ?"(?P<msg>.*?)", ?"type": ?"(?P<type>[^"]*)"'
+)
+_ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
+_JSON_ERROR = re.compile(
+    r'^\{"error": ?"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>(?:[^"\\]|\\.)+)"'
+)
+#: A JSON log record at error level (RunPod's worker): its message.
+_JSON_RECORD_LEVEL = re.compile(r'"level": ?"(?:ERROR|CRITICAL|FATAL)"')
+_JSON_RECORD_MESSAGE = re.compile(r'"message": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
+SAYS_WHAT_FAILED = re.compile(
+    r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied"
+)
+#: An error body pretty-printed over lines: its ``"message": ".."`` line.
+_BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
+#: A client quoting the server's JSON error after the status
+#: (``vllm API error 400: {"object":"error","message":"..``).
+_API_ERROR_JSON = re.compile(r'\berror \d{3}: \{.*?"message": ?"(?P<msg>(?:[^"\\]|\\.)+)')
+#: vLLM's answer to a request longer than the model's context, as a client relays it.
+_CONTEXT = re.compile(
+    r"This model's maximum context length is \d+ tokens\. However, you requested \d+ tokens.*"
+)
+_OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
+
+
+def body_error(text: str) -> tuple[str, str] | None:
+    """(type, message) of an HTTP error body in ``text`` that the other readers do not
+    take: OpenAI's without a type, a JSON one; the type only where the body's names an
+    exception (``BadRequestError``, not ``Bad Request``)."""
+    u = _OPENAI_UNTYPED.search(text)
+    if u:
+        return "", u["msg"].strip()
+    j = _JSON_BODY.search(text)
+    if j:
+        typ = j["type"] if re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", j["type"]) else ""
+        return typ, j["msg"].strip()
+    return None
+
+
+def status(text: str) -> Said | None:
+    """A client's record of the HTTP error status a server answered with (its reason is
+    the server's): httpx's ``Server error '500 ..' for url ..``, the OpenAI JavaScript
+    client's ``Error: 400 status code (no body)``."""
+    h = _HTTP_STATUS.search(text) if "error '" in text else None
+    if h:
+        return "", h["msg"], False
+    j = _JS_HTTP_STATUS.search(text) if "status code" in text else None
+    return (j["type"], j["msg"], False) if j else None
+
+
+def context_length(text: str) -> Said | None:
+    """vLLM's answer to a request longer than the model's context, as a client prints
+    the 400 it got back."""
+    c = _CONTEXT.search(text)
+    if c is None:
+        return None
+    t = _OPENAI_TYPE.search(text)
+    msg = c.group().split('", ')[0].rstrip("\"'")
+    return t["type"] if t else "", msg, False
+
+
+def body(text: str) -> Said | None:
+    """The error an HTTP error body holds, as a client logs it: OpenAI's client, vLLM's
+    ``ErrorInfo``, a JSON ``{"error": "Type : msg"}``, OpenAI's body without a type, a
+    JSON body on one line."""
+    for pattern in (_OPENAI_BODY, _ERROR_INFO, _JSON_ERROR):
+        b = pattern.search(text)
+        if b:
+            return b["type"], b["msg"].strip(), False
+    said = body_error(text)
+    return (said[0], said[1], False) if said is not None else None
+
+
+def body_text(text: str) -> Said | None:
+    """The error message of a body a client prints after the status (``vllm API error
+    400: {"object":"error","message":".."``), of a pretty-printed body's ``"message"`` line
+    (the error's own line), or of a JSON log record at error level."""
+    a = _API_ERROR_JSON.search(text)
+    if a:
+        return "", a["msg"], False
+    line_body = _BODY_LINE.match(text)
+    if line_body and SAYS_WHAT_FAILED.search(line_body["msg"]):
+        return "", line_body["msg"], True
+    if '"level"' in text and _JSON_RECORD_LEVEL.search(text):
+        j = _JSON_RECORD_MESSAGE.search(text)
+        if j and SAYS_WHAT_FAILED.search(j["msg"]):
+            return "", j["msg"], False
+    return None
