@@ -145,3 +145,20 @@ def test_vllms_own_not_implemented_deeper_in_vllm_stays_vllms(tmp_path: Path) ->
 )
 def test_the_checks_words_say_whose_it_is(tmp_path: Path, text: str, origin: str) -> None:
     assert cause(tmp_path, text).origin == origin
+
+
+def test_a_bare_exception_has_no_message_to_take_from_the_next_line(tmp_path: Path) -> None:
+    rc = cause(
+        tmp_path,
+        "Traceback (most recent call last):\n"
+        '  File "/x/site-packages/vllm/transformers_utils/config.py", line 655, in load\n'
+        "    assert isinstance(config_dict, dict)\n"
+        "AssertionError\n"
+        "Process finished with exit code 1\n",
+    )
+    assert (rc.type, rc.message) == ("AssertionError", "")
+
+
+def test_a_type_alone_with_its_colon_takes_the_message_below(tmp_path: Path) -> None:
+    rc = cause(tmp_path, "ImportError:\ncannot import name 'X' from 'vllm.utils'\n")
+    assert (rc.type, rc.message) == ("ImportError", "cannot import name 'X' from 'vllm.utils'")

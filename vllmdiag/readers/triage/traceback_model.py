@@ -87,6 +87,9 @@ class OpenTraceback:
     #: the exception line held only its type: the message is the indented block below
     #: it, blank lines included (multiprocessing's ``RuntimeError: `` and its paragraphs)
     block: bool = False
+    #: the exception line is its type alone, no colon (a bare ``raise AssertionError``):
+    #: it has no message, and the lines after it are not one
+    bare: bool = False
     noise: int = 0
     header_error: bool = False  # the header line was logged as an error (or printed raw)
     header_line: int = 0

@@ -97,6 +97,7 @@ _NEW = re.compile(
     # JAX's note under an exception whose internal frames it filtered, and its rule
     r"|-{8,}$|For simplicity, JAX has removed its internal frames"
     r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$"
+    r"|Process finished with exit code"  # an IDE's note that the run ended
     r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
 )
 
@@ -304,7 +305,7 @@ class TracebackParser:
         typed_alone = m is not None and m["msg"] is None and stripped.endswith(":")
         if m and (m["msg"] is not None or near or typed_alone) and _exception_like(m["type"], near):
             self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
-            if typed_alone or not (m["msg"] or "").strip():
+            if typed_alone:
                 # its message is on the lines below (``ImportError:``, then the message)
                 self.open[key].exc_lines = []
                 self.open[key].block = True
@@ -444,6 +445,7 @@ class TracebackParser:
         st.exc_type, st.exc_line, st.kind = m["type"], line.number, "exception"
         st.exc_lines = [m["msg"] or ""]
         st.record = line.record
+        st.bare = m["msg"] is None and not stripped.endswith(":")
         creation = m["type"].endswith("ActorDiedError") and _CREATION in (m["msg"] or "")
         if _REMOTE.search(m["type"]) or creation:  # Ray prints the remote traceback below
             st.close_link()
@@ -456,7 +458,8 @@ class TracebackParser:
         output, or the same vLLM log record), no blank line before it."""
         short = st.exc_type.rsplit(".", 1)[-1]
         return (
-            not st.blank
+            not st.bare
+            and not st.blank
             and line.record == st.record
             and len(st.exc_lines) < MAX_MESSAGE_LINES
             and _NEW.match(stripped) is None
@@ -554,14 +557,11 @@ def _frame(m: re.Match[str]) -> Frame:
 
 
 def _introduces_next(st: OpenTraceback, line: Line) -> bool:
-    """The last line taken into an exception's message is the line right above a new
-    ``Traceback`` header of the same stream, unindented: the record that introduces it."""
-    return (
-        len(st.exc_lines) > 1
-        and st.last_seen == line.number - 1
-        and bool(st.exc_lines[-1])
-        and not st.exc_lines[-1].startswith((" ", "\t"))
-    )
+    """The last line taken into an exception's message (not its first) is the line right
+    above a new ``Traceback`` header of the same stream: Python separates a chain's
+    tracebacks with a blank line and a sentence, so that line is the record that
+    introduces the new one (``logger.exception``'s message)."""
+    return len(st.exc_lines) > 1 and st.last_seen == line.number - 1 and bool(st.exc_lines[-1])
 
 
 def _another_exception(stripped: str) -> bool:
