@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.causes import match
+from vllmdiag.readers.triage.httperrors import BODY_LINE
 from vllmdiag.readers.triage.lines import Line, is_error_record
 from vllmdiag.readers.triage.relays import Relay
 
@@ -22,9 +23,8 @@ from vllmdiag.readers.triage.relays import Relay
 _TYPED = re.compile(r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))`? ?: (?P<msg>\S.*)$")
 #: A program's label before its error (pip's ``ERROR: No matching distribution ..``).
 _LABEL = re.compile(r"^(?:ERROR|Error|error): +(?=\S)")
-#: An HTTP error body pretty-printed over lines: its ``"message"`` line, and the
-#: ``"type"`` line that names the exception.
-_BODY_MESSAGE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
+#: An HTTP error body pretty-printed over lines: the ``"type"`` line that names the
+#: exception (its ``"message"`` line is ``httperrors.BODY_LINE``).
 _BODY_TYPE = re.compile(r'^"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))",?$')
 #: The line as a user quoted it: in double quotes or backticks.
 _QUOTED = re.compile(r'^(?P<q>["“`])\s*(?P<inner>\S.*?)\s*["”`]$')
@@ -73,7 +73,7 @@ def known_alone(
         text = _LABEL.sub("", text)
         typed = _TYPED.match(text)
         typ, msg = (typed["type"], typed["msg"]) if typed else ("", text)
-        body = _BODY_MESSAGE.match(text)
+        body = BODY_LINE.match(text)
         if body:
             msg = body["msg"]
             later = (_BODY_TYPE.match(k.text.strip()) for k in ending if k.number > line.number)

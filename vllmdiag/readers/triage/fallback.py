@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from vllmdiag.readers.triage.httperrors import body_error
+from vllmdiag.readers.triage.httperrors import quoted_body
 from vllmdiag.readers.triage.tracebacks import Link
 from vllmdiag.readers.triage.triaged import Evidence
 
@@ -17,14 +17,7 @@ _OPEN_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
 _ORIGINAL = re.compile(
     r"find the original error: (?P<type>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*?)(?P=q)\)"
 )
-#: The error body an HTTP client quotes (``Error code: 400 - {'object': 'error',
-#: 'message': '..', 'type': 'BadRequestError', ..}``): the server's message and type.
-_BODY_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\})")
-_BODY_TYPE = re.compile(r"'type': '(?P<type>\w+)'")
 _REQUEST_FAILED = re.compile(r"^Request failed: [45]\d\d\b")
-#: A client's exception whose message is the status and the body the server answered
-#: (Spring AI's ``NonTransientAiException: 400 - {"object":"error",..}``).
-_HTTP_BODY = re.compile(r"^(?:Error code: |HTTP )?[45]\d\d - \{")
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
@@ -39,11 +32,10 @@ def quoted(link: Link) -> tuple[str, str] | None:
         return o["type"], o["msg"]
     labelled = _LABELLED.search(link.message)
     if labelled:
-        return _body(labelled["msg"]) or ("", labelled["msg"])
-    if link.message.startswith("Error code: ") or _HTTP_BODY.match(link.message):
-        body = _body(link.message)
-        if body is not None:
-            return body
+        return quoted_body(labelled["msg"]) or ("", labelled["msg"])
+    body = quoted_body(link.message)
+    if body is not None:
+        return body
     if _REQUEST_FAILED.match(link.message):
         return link.short_type, link.message
     m = _QUOTE.search(link.message)
@@ -55,19 +47,6 @@ def quoted(link: Link) -> tuple[str, str] | None:
         return None
     t = _TYPED.match(inner.strip())
     return (t["type"], t["msg"]) if t else ("", inner.strip())
-
-
-def _body(text: str) -> tuple[str, str] | None:
-    """(type, message) of the HTTP error body ``text`` quotes (OpenAI's client, a JSON
-    body): the server's error, typed where the body's type names an exception."""
-    if not _HTTP_BODY.match(text) and not text.startswith("Error code: "):
-        return None
-    body = _BODY_MESSAGE.search(text)
-    if body:
-        t = _BODY_TYPE.search(text[body.end() :])
-        typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
-        return typ, body["msg"]
-    return body_error(text)
 
 
 def unknown_note(ev: Evidence, any_wrapper: bool, any_traceback: bool, truncated: bool) -> str:

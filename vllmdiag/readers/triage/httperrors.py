@@ -48,7 +48,7 @@ SAYS_WHAT_FAILED = re.compile(
     r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied"
 )
 #: An error body pretty-printed over lines: its ``"message": ".."`` line.
-_BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
+BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
 #: A client quoting the server's JSON error after the status
 #: (``vllm API error 400: {"object":"error","message":"..``).
 _API_ERROR_JSON = re.compile(r'\berror \d{3}: \{.*?"message": ?"(?P<msg>(?:[^"\\]|\\.)+)')
@@ -71,6 +71,29 @@ def body_error(text: str) -> tuple[str, str] | None:
         typ = j["type"] if re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", j["type"]) else ""
         return typ, j["msg"].strip()
     return None
+
+
+#: A client's exception whose message is the status and the body the server answered
+#: (OpenAI's ``Error code: 400 - {..}``, Spring AI's ``NonTransientAiException: 400 -
+#: {"object":"error",..}``).
+_STATUS_BODY = re.compile(r"^(?:Error code: |HTTP )?[45]\d\d - \{")
+#: The message of the body OpenAI's client quotes, and the type after it.
+_QUOTED_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\})")
+_QUOTED_TYPE = re.compile(r"'type': '(?P<type>\w+)'")
+
+
+def quoted_body(text: str) -> tuple[str, str] | None:
+    """(type, message) of the body an exception's message quotes after the HTTP status
+    (``Error code: 400 - {..}``, ``400 - {"object":"error",..}``): the server's error,
+    typed where the body's type names an exception; None for another message."""
+    if not _STATUS_BODY.match(text):
+        return None
+    quoted = _QUOTED_MESSAGE.search(text)
+    if quoted:
+        t = _QUOTED_TYPE.search(text[quoted.end() :])
+        typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
+        return typ, quoted["msg"]
+    return body_error(text)
 
 
 def status(text: str) -> Said | None:
@@ -114,7 +137,7 @@ def body_text(text: str) -> Said | None:
     a = _API_ERROR_JSON.search(text)
     if a:
         return "", a["msg"], False
-    line_body = _BODY_LINE.match(text)
+    line_body = BODY_LINE.match(text)
     if line_body and SAYS_WHAT_FAILED.search(line_body["msg"]):
         return "", line_body["msg"], True
     if '"level"' in text and _JSON_RECORD_LEVEL.search(text):

@@ -116,14 +116,18 @@ class ScanInfo:
     size: int
     ends_mid_line: bool
     cut_lines: int
-    last_line: bytes = b""  # the last non-blank line, where a log that just stops stopped
     compressed: bool = False
     #: How the bytes were read, where that was not plain UTF-8 text (see ``logbytes``),
     #: and a gzip stream that ends before its end.
     notes: tuple[str, ...] = ()
-    #: the last ``TAIL`` non-blank lines, numbered: where a paste that is only an error's
-    #: own words (no traceback, no marker) says what failed
+    #: the last ``TAIL`` non-blank lines, numbered: where a log that just stops stopped,
+    #: and where a paste that is only an error's own words says what failed
     tail: tuple[tuple[int, bytes], ...] = ()
+
+    @property
+    def last_line(self) -> bytes:
+        """The last non-blank line."""
+        return self.tail[-1][1] if self.tail else b""
 
 
 def _blocks(fh: BinaryIO, notes: list[str]) -> Iterator[tuple[bytes, bool]]:
@@ -230,7 +234,6 @@ def _run(state: _State, fh: BinaryIO, total: int | None) -> ScanInfo:
         size,
         size > 0 and last != b"\n",
         state.cut,
-        state.last_line,
         gz,
         tuple(normaliser.notes + notes),
         tuple(state.ending),
@@ -260,7 +263,6 @@ class _State:
         self.busy = busy
         self.markers = markers
         self.anywhere = anywhere
-        self.last_line = b""
         self.lineno = 0  # lines fully consumed before the current block
         self.cut = 0
         self.head = True  # the block lies within EDGE bytes of the start
@@ -298,7 +300,6 @@ class _State:
             pos = nl + 1
         self._keep_unfed(block, pos, hi, base)
         self.lineno += block.count(b"\n", lo, hi)
-        self._last_line(block, lo, hi)
         self._ending(block, lo, hi)
 
     def _keep_unfed(self, block: bytes, pos: int, hi: int, base: int) -> None:
@@ -331,7 +332,11 @@ class _State:
         """Keep the block's last non-blank lines (numbered) in ``ending``: only the end
         of the block is looked at, however large it is."""
         found: list[tuple[int, bytes]] = []
-        number, end = self.lineno, hi - 1  # ``block[end]`` is the newline ending line ``number``
+        body_end = lo + len(block[lo:hi].rstrip())  # past a run of blank lines at the end
+        if body_end == lo:
+            return
+        end = block.find(b"\n", body_end, hi)  # the newline ending the last non-blank line
+        number = self.lineno - block.count(b"\n", end, hi) + 1
         steps = 0
         while end >= lo and len(found) < TAIL and steps < 4 * TAIL:
             nl = block.rfind(b"\n", lo, end)
@@ -341,18 +346,6 @@ class _State:
                 found.append((number, text))
             number, end, steps = number - 1, start - 1, steps + 1
         self.ending.extend(reversed(found))
-
-    def _last_line(self, block: bytes, lo: int, hi: int) -> None:
-        end = hi
-        while end > lo and end > hi - 4096 and block[end - 1] in b" \t\r\n":
-            end -= 1
-        if end > hi - 4096 and end > lo:
-            start = max(block.rfind(b"\n", lo, end) + 1, lo)
-            self.last_line = block[start:end][:MAX_LINE]
-        elif end > lo:  # a long run of blank lines: rare, let the copy happen
-            tail = block[lo:hi].rstrip()
-            if tail:
-                self.last_line = tail[tail.rfind(b"\n") + 1 :][:MAX_LINE]
 
     def _regex(self, hi: int) -> Callable[[bytes, int], int]:
         assert self.markers is not None

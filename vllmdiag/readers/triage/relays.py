@@ -262,7 +262,7 @@ def _lazy_import(line: Line, text: str, error_record: bool) -> Relay | None:
     z = _LAZY_IMPORT.match(text) if "look up to see its traceback" in text else None
     if z is None or "because of the following error" in z["msg"]:
         return None
-    typed = re.match(r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$", z["msg"])
+    typed = _TYPED_WORDS.match(z["msg"])
     if typed:
         return Relay(line.number, line.process, typed["type"], typed["msg"])
     return Relay(line.number, line.process, "", z["msg"])

@@ -57,7 +57,6 @@ def triage_file(
         finished=watch.finished,
         cli_error=watch.cli_error,
         relay=watch.relay,
-        last_line=normalise(info.last_line.decode("utf-8", "replace"), info.lines).text.strip(),
         ending=tuple(normalise(raw.decode("utf-8", "replace"), n) for n, raw in info.tail),
         lines=info.lines,
         deaths=tuple(watch.deaths.finish()),

@@ -84,8 +84,8 @@ class Evidence:
     ends_mid_line: bool = False
     lines: int = 0
     finished: str | None = None  # the benchmark's result line, when the run printed one
-    last_line: str = ""  # the log's last non-blank line (normalised)
-    #: the log's last non-blank lines (normalised): a paste of an error's words alone
+    #: the log's last non-blank lines (normalised): where it stops, and a paste of an
+    #: error's words alone
     ending: tuple[Line, ...] = ()
     cli_error: tuple[int, str, str] | None = None  # (line, message, program): argparse
     relay: Relay | None = None  # the first error a process around vLLM relays
@@ -104,3 +104,9 @@ class Evidence:
     #: what pip listed as the conflict under its refusal, and whose it is (rule, why)
     pip_causes: str = ""
     pip_blame: tuple[str, str] | None = None
+
+    @property
+    def last_line(self) -> str:
+        """The log's last non-blank line (normalised): where a log that just stops
+        stopped."""
+        return self.ending[-1].text.strip() if self.ending else ""
