@@ -5,7 +5,9 @@ out of a notebook). Where nothing else in the log names a root cause, the last o
 paste's final lines whose words the catalogue knows as a failure is that error's own
 line: the catalogue is what says it is an error at all, so a line it does not know is
 never taken, nor one where only a word or two of it matched (``Aborted``), a record
-logged below error level, a line of source code, or the text of a Python warning."""
+logged below error level, a line of source code, or the text of a Python warning.
+Where a program's words saying what failed stand before the error's (``Failed to derive
+max model length: cannot import name ..``), the line relays that error."""
 
 from __future__ import annotations
 
@@ -21,8 +23,20 @@ from vllmdiag.readers.triage.relays import Relay
 #: The error's type and message; a user may have put the type in backticks
 #: (```ModuleNotFoundError` : No module named ..``).
 _TYPED = re.compile(r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))`? ?: (?P<msg>\S.*)$")
-#: A program's label before its error (pip's ``ERROR: No matching distribution ..``).
-_LABEL = re.compile(r"^(?:ERROR|Error|error): +(?=\S)")
+#: A program's label before its error (pip's ``ERROR: No matching distribution ..``, a
+#: logger's bare ``ERROR - ``).
+_LABEL = re.compile(r"^(?:ERROR|Error|error)(?::| -) +(?=\S)")
+#: A program relaying the error after its own words (``Failed to derive max model length:
+#: <error>``, vLLM's ``Error in applying chat template from request: <error>``, LiteLLM's
+#: ``Hosted_vllmException - <error>``): the relay's words say what failed, then a colon or
+#: a dash, then the error. The error's words start after the last such separator before
+#: the words the catalogue knows.
+#: (``CUDA error: ..`` only names the error's kind: no relay.)
+_RELAY_WORDS = re.compile(
+    r"\b(?:[Ff]ailed to|[Ff]ail to|[Ee]rror (?:in|while|during|when)|[Uu]nable to|[Cc]ould not)"
+    r"\b|[a-z]Exception(?::| -) ?$"
+)
+_SEPARATOR = re.compile(r"(?::| -) (?=\S)")
 #: An HTTP error body pretty-printed over lines: the ``"type"`` line that names the
 #: exception (its ``"message"`` line is ``httperrors.BODY_LINE``).
 _BODY_TYPE = re.compile(r'^"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))",?$')
@@ -84,5 +98,19 @@ def known_alone(
         words = hit.entry.pattern.search(msg) or hit.entry.pattern.search(text)
         if words is None or len(words.group()) < _WORDS:
             continue
+        relayed = _relayed(msg, words.start()) if not typ and words.string is msg else None
+        if relayed is not None:
+            return Relay(line.number, line.process, "", relayed, context=msg[: -len(relayed)])
         return Relay(line.number, line.process, typ, msg, own=True)
     return None
+
+
+def _relayed(msg: str, start: int) -> str | None:
+    """The error a program's relaying words put before it (``Failed to derive max model
+    length: cannot import name ..``): what follows the last separator before ``start``
+    (where the catalogue's words begin), when the words before it name a failure; else
+    None (the line is the error's own words)."""
+    cuts = [m.end() for m in _SEPARATOR.finditer(msg, 0, start + 1) if m.end() <= start]
+    if not cuts or not _RELAY_WORDS.search(msg[: cuts[-1]]):
+        return None
+    return msg[cuts[-1] :]

@@ -47,6 +47,7 @@ LITERALS: tuple[bytes, ...] = (
     b"/mnt/models/model.file",
     b"openllm ",
     b"BentoLLM",
+    b"GraphRAG Indexer",
 )
 #: The same, as lower-case text: a line holding one is asked which wrapper it shows.
 WRAPPER_HINTS: tuple[str, ...] = ("amalama", "/mnt/models/model.file", "openllm ", "bentollm")
@@ -55,7 +56,7 @@ WRAPPER_HINTS: tuple[str, ...] = ("amalama", "/mnt/models/model.file", "openllm 
 #: Frameworks that drive vLLM by the words only their own log lines have (RAGFlow's
 #: ``Fail to access model(VLLM/x).`` when it relays an error of its model call).
 FRAMEWORK_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ragflow", re.compile(r"\bFail to access model\(")),
+    ("ragflow", re.compile(r"\bFail to access model ?\(")),
     # production-stack's router: its config watcher and its package
     ("vllm_router", re.compile(r"\bDynamicConfigWatcher\b|\bvllm_router\b")),
     # smolagents' AgentGenerationError around the model call's error
@@ -64,14 +65,17 @@ FRAMEWORK_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("dspy", re.compile(r"\[dspy(?:\.\w+)*\] filename=")),
     # Spring AI's exceptions (a Java client of vLLM's OpenAI server)
     ("spring-ai", re.compile(r"\borg\.springframework\.ai\.")),
+    # GraphRAG's indexer progress (``GraphRAG Indexer``, then its workflows)
+    ("graphrag", re.compile(r"\bGraphRAG Indexer\b")),
 )
 FRAMEWORK_HINTS: tuple[str, ...] = (
-    "access model(",
+    "access model",
     "DynamicConfigWatcher",
     "vllm_router",
     "generating model output",
     "[dspy",
     "springframework.ai",
+    "GraphRAG Indexer",
 )
 
 
@@ -156,6 +160,7 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "unsloth",
         "unsloth_zoo",
         "smolagents",
+        "graphrag",
     }
 )
 #: Companion packages of the vLLM organisation that are released with each vLLM release
@@ -170,6 +175,9 @@ _PATH_PROJECTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:^|/)huggingfaceserver/"), "kserve"),
     (re.compile(r"(?:^|/)tritonserver/backends/vllm/"), "triton-vllm-backend"),
     (re.compile(r"(?:^|/)unsloth_compiled_cache/"), "unsloth"),
+    # dots.ocr's model folder, whose vLLM model file its README has the ``vllm`` script
+    # import (``/dotsocr/weights/DotsOCR/modeling_dots_ocr_vllm.py``)
+    (re.compile(r"(?:^|/)DotsOCR/|(?:^|/)dotsocr/"), "dots.ocr"),
 )
 #: The other names a project goes by (its distribution, its repository), by the name
 #: triage gives it (its package's, as a frame's path shows it): one party, however a
@@ -211,6 +219,7 @@ PROJECT_NAMES: dict[str, frozenset[str]] = {
     "deep_gemm": frozenset({"deepgemm", "deep-gemm"}),
     "sgl_kernel": frozenset({"sgl-kernel"}),
     "mistral_common": frozenset({"mistral-common"}),
+    "dots.ocr": frozenset({"dotsocr", "dots_ocr"}),
     "compressed_tensors": frozenset({"compressed-tensors"}),
 }
 

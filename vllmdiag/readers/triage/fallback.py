@@ -21,6 +21,12 @@ _REQUEST_FAILED = re.compile(r"^Request failed: [45]\d\d\b")
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
+#: The server's error as its repr, at the end of an HTTP client's exception.
+_REPR_END = re.compile(
+    r"\b(?P<type>[A-Z]\w*(?:Error|Exception))\((?P<q>['\"])(?P<msg>.*)(?P=q)\)\s*$"
+)
+#: torch's compile wrapper with the backend's error joined to its message.
+_COMPILER = re.compile(r"backend='[^']+' raised:\s*(?P<type>[A-Za-z_][\w.]*): (?P<msg>\S.*)", re.S)
 
 
 def quoted(link: Link) -> tuple[str, str] | None:
@@ -30,12 +36,18 @@ def quoted(link: Link) -> tuple[str, str] | None:
     o = _ORIGINAL.search(link.message)
     if o:
         return o["type"], o["msg"]
+    compiler = _COMPILER.search(link.message)
+    if compiler:
+        return compiler["type"], compiler["msg"]
     labelled = _LABELLED.search(link.message)
     if labelled:
         return quoted_body(labelled["msg"]) or ("", labelled["msg"])
     body = quoted_body(link.message)
     if body is not None:
         return body
+    r = _REPR_END.search(link.message) if link.message.endswith(")") else None
+    if r:
+        return r["type"], r["msg"]
     if _REQUEST_FAILED.match(link.message):
         return link.short_type, link.message
     m = _QUOTE.search(link.message)

@@ -8,6 +8,7 @@ relay of it; ``relays`` makes the line's relay of it."""
 
 from __future__ import annotations
 
+import json
 import re
 
 #: (type, message, own): the error a line gives, and whether these are its own words.
@@ -36,6 +37,11 @@ _OPENAI_BODY = re.compile(
 _OPENAI_UNTYPED = re.compile(r"Error code: \d{3} - \{'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)\}")
 _JSON_BODY = re.compile(
     r'\{"object": ?"error", ?"message": ?"(?P<msg>.*?)", ?"type": ?"(?P<type>[^"]*)"'
+)
+#: The body as OpenAI's API (and newer vLLM) nests it: ``{"error": {"message": "..", "type":
+#: "BadRequestError", ..}}``; the message is JSON, its escapes read.
+_JSON_NESTED = re.compile(
+    r'\{"error": ?\{"message": ?"(?P<msg>(?:[^"\\]|\\.)*)", ?"type": ?"(?P<type>[^"]*)"'
 )
 _ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
 _JSON_ERROR = re.compile(
@@ -68,15 +74,30 @@ def body_error(text: str) -> tuple[str, str] | None:
         return "", u["msg"].strip()
     j = _JSON_BODY.search(text)
     if j:
-        typ = j["type"] if re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", j["type"]) else ""
-        return typ, j["msg"].strip()
+        return _exception_type(j["type"]), j["msg"].strip()
+    n = _JSON_NESTED.search(text)
+    if n:
+        try:
+            msg = json.loads(f'"{n["msg"]}"')
+        except ValueError:
+            msg = n["msg"]
+        return _exception_type(n["type"]), msg.strip()
     return None
+
+
+def _exception_type(name: str) -> str:
+    """A body's ``type`` where it names an exception (``BadRequestError``, not ``Bad
+    Request`` or ``invalid_request_error``), else empty."""
+    return name if re.fullmatch(r"[A-Z]\w*(?:Error|Exception)", name) else ""
 
 
 #: A client's exception whose message is the status and the body the server answered
 #: (OpenAI's ``Error code: 400 - {..}``, Spring AI's ``NonTransientAiException: 400 -
-#: {"object":"error",..}``).
-_STATUS_BODY = re.compile(r"^(?:Error code: |HTTP )?[45]\d\d - \{")
+#: {"object":"error",..}``), or the body alone (the OpenAI client before 1.0: ``APIError:
+#: Invalid response object from API: '{"object":"error",..}' (HTTP response code was 400)``).
+_STATUS_BODY = re.compile(
+    r"^(?:(?:Error code: |HTTP )?[45]\d\d - \{|Invalid response object from API: '\{)"
+)
 #: The message of the body OpenAI's client quotes, and the type after it.
 _QUOTED_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\})")
 _QUOTED_TYPE = re.compile(r"'type': '(?P<type>\w+)'")

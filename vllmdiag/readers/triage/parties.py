@@ -92,10 +92,26 @@ def framework_in_view(frames: list[Frame], seen: Seen) -> str | None:
     return seen.framework or seen.wrapper
 
 
+#: Where a framework parses the arguments the user gave it (LLaMA-Factory's
+#: ``hparams/parser.py``, ms-swift's ``_parse_args``): a value it refuses there is the
+#: user's setting, not the framework's call of vLLM.
+_ARGUMENT_FILE = re.compile(r"(?:^|/)(?:hparams|arguments?)/[^/]+$|(?:^|/)arguments?\.py$")
+_ARGUMENT_FUNC = re.compile(r"^_?(?:parse|get|check|verify|validate)_(?:\w+_)?args$")
+
+
 def by_place(raiser: Frame, why: str | None) -> Blame:
     if raiser.place == "vllm":
         return Blame("vllm", "vllm", why or "raised in vLLM's own code")
     framework = framework_of(raiser)
+    if framework is not None and (
+        _ARGUMENT_FILE.search(raiser.file.replace("\\", "/")) or _ARGUMENT_FUNC.match(raiser.func)
+    ):
+        return Blame(
+            "config",
+            None,
+            f"{framework}'s own check of the arguments the user gave it refused them "
+            f"({raiser.func or short(raiser.file)}): the user's settings",
+        )
     if framework is not None:
         return Blame(
             "caller",

@@ -66,7 +66,7 @@ LITERALS: tuple[bytes, ...] = (
     b"Back-off restarting",
     b"invalid option",  # a shell refusing an option in a container's entrypoint script
     b"nrecognized option",
-    b"access model(",  # RAGFlow relaying its model call's error
+    b"access model",  # RAGFlow relaying its model call's error
     # errors pasted without their type: vLLM's KV-cache check, a missing module, a
     # compiled extension's unresolved symbol, the end of Ray's out-of-memory report
     b"stored in KV cache",
@@ -79,6 +79,7 @@ LITERALS: tuple[bytes, ...] = (
     b"The actor is dead because",  # Ray's account of an actor's death, pasted alone
     b"Assertion `",  # a device kernel's assertion
     b'"message": "',  # an error body pretty-printed over lines
+    b"'loc': (",  # one error of a server's validation list, as a client prints it
     "❱".encode(),  # rich's boxed traceback marks the line that raised (its frame is above)
     b"--> ",  # IPython's arrow at the line that raised (``----> 3``, ``--> 177``)
     b"Cell In[",  # IPython's frame of a notebook cell, and Colab's linked frames

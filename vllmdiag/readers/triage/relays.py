@@ -7,13 +7,15 @@ string with its line breaks escaped (the last line names it), a pydantic validat
 error's body line whose header line is cut, vLLM's own request-length message as a
 client prints the 400 it got back, HTTP error statuses and bodies (read by
 ``httperrors``), and a proxy's or a serving wrapper's note that the server behind it is
-gone.
+gone, a framework's record that a step failed with the error on the next line, and one
+error of a server's validation list as a client prints it under its own label.
 
 Also an error a person quotes in prose, in backticks (``it complains `AttributeError:
 ..` ``; an untyped ``f() got an unexpected keyword argument 'x'``), and pip's resolver
 refusing an install (``Cannot install vllm because these package versions have
-conflicting dependencies.``), and Docker's refusal to start a container (its message goes
-on over the next lines): these are the error's own words, read as its exception line."""
+conflicting dependencies.``), Docker's refusal to start a container or to build (its
+message goes on over the next lines), and an exception line a sentence in Chinese runs
+into: these are the error's own words, read as its exception line."""
 
 from __future__ import annotations
 
@@ -49,17 +51,32 @@ _RELAYED_ARGS = re.compile(
 )
 #: RAGFlow relaying what failed when it called a model (``Fail to access model(VLLM/x).
 #: 'NoneType' object has no attribute 'strip'``).
-_MODEL_ACCESS = re.compile(r"\bFail to access model\([^)]*\)\.(?:\*\*ERROR\*\*: ?)?(?P<msg>\S.*)$")
+_MODEL_ACCESS = re.compile(
+    r"\bFail to access model ?\([^)]*\)\.\s*(?:\*\*ERROR\*\*: ?|ERROR: ?)?(?P<msg>\S.*)$"
+)
 #: An exception line behind a label the user put before it (``【BUG】：RuntimeError: ..``).
 _LABEL = re.compile(
     r"^【[^】]{1,20}】\s*[:：]?\s*(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
 )
 #: The error's words in a user's sentence (``It resulted in the error: <msg>``).
 _PROSE_ERROR = re.compile(
-    r"\b(?:resulted in|results in|got|get|gives?|gave|throws?|threw|raised?|shows?|showed)"
+    r"\b(?:resulted in|results in|got|get|gives?|gave|throws?|threw|raised?|shows?|showed"
+    r"|[Hh]ere is|[Hh]ere's)"
     r" (?:the |this |an |a |following )?(?:error|exception)[:：] (?P<msg>[A-Za-z]\S*(?: \S+)+)$"
 )
 _TYPED_WORDS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$")
+#: An exception line a user's sentence in Chinese or Japanese runs straight into, no space
+#: between (``vllm部署报错ValueError: ..``: "deploying vllm reports an error").
+_CJK_TYPED = re.compile(
+    r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef](?P<type>[A-Z][A-Za-z]*(?:Error|Exception)): "
+    r"(?P<msg>\S.*?)[\u3002\uff0e]?$"
+)
+#: One error of a server's pydantic validation list, as a client prints it after its own
+#: label (``validation error:``, then ``{'type': 'missing', 'loc': ('body',), ..}``).
+_ERROR_DICT = re.compile(r"^\[?\{'type': '\w+', 'loc': \(.*'msg': ")
+#: browser-use's record that the agent's step failed, the error on the next line
+#: (``❌ Result failed 1/3 times:``, then `` Internal Server Error``).
+_STEP_FAILED = re.compile(r"\bResult failed \d+/\d+ times:\s*(?P<msg>.*)$")
 #: Errors printed (or quoted) alone on their line without their type: vLLM's KV-cache
 #: check, a missing module, a compiled extension's unresolved symbol.
 _UNTYPED: tuple[re.Pattern[str], ...] = (
@@ -144,9 +161,10 @@ _PROXY_UPSTREAM = re.compile(
 #: A serving wrapper's record that the server process it started quit
 #: (RamaLama's ``Server process exited unexpectedly with exit code 1``).
 _SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpectedly\b.*)$")
-#: Docker's refusal to start a container: ``docker: Error response from daemon: ..``
-#: (the daemon's message goes on over the next lines).
-_DOCKER = re.compile(r"^docker: (?P<msg>Error response from daemon: \S.*)$")
+#: Docker's refusal to start a container or to build (``docker: Error response from
+#: daemon: ..``; a build's without the program's name): the daemon's message goes on over
+#: the next lines.
+_DOCKER = re.compile(r"^(?:docker: )?(?P<msg>Error response from daemon: \S.*)$")
 #: A serving platform's record that its model server did not start, and why (KServe's
 #: ``Failed to start model server: <error>``).
 _SERVER_NOT_STARTED = re.compile(r"^Failed to start (?:the )?model server: (?P<msg>\S.*)$")
@@ -384,7 +402,7 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
     """The error's own words behind a label or a sentence of the user's (``【BUG】：
     RuntimeError: ..``, ``It resulted in the error: ..``), or alone on its line, untyped,
     as vLLM and Python print them (``No module named 'x.y'``)."""
-    lab = _LABEL.match(text) or _QUOTED_LINE.match(text)
+    lab = _LABEL.match(text) or _QUOTED_LINE.match(text) or _CJK_TYPED.search(text)
     if lab:
         return Relay(line.number, line.process, lab["type"], lab["msg"], own=True)
     quoted_args = _QUOTED_ARGS.match(text)
@@ -400,6 +418,17 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
     if any(u.search(text) for u in _UNTYPED):
         return Relay(line.number, line.process, "", text, own=True)
     return None
+
+
+def _error_dict(line: Line, text: str, error_record: bool) -> Relay | None:
+    return Relay(line.number, line.process, "", text) if _ERROR_DICT.match(text) else None
+
+
+def _step_failed(line: Line, text: str, error_record: bool) -> Relay | None:
+    """A framework's record that a step failed, its error on the next line: the relay
+    takes that line as its message."""
+    s = _STEP_FAILED.search(text)
+    return Relay(line.number, line.process, "", s["msg"], continues=True) if s else None
 
 
 def _ray_oom(line: Line, text: str, error_record: bool) -> Relay | None:
@@ -434,6 +463,8 @@ _READERS: tuple[_Reader, ...] = (
     _error_body,
     _pydantic,
     _labelled,
+    _error_dict,
+    _step_failed,
     _ray_oom,
     _localized,
     _failed_record,

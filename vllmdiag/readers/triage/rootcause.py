@@ -51,6 +51,8 @@ WRAPPER = re.compile(
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
     r"|^RuntimeError: Executor failed"
     r"|^(?:[\w.]*\.)?(?:Base)?ExceptionGroup: "  # its sub-exceptions follow
+    # torch's compile wrapper: the error the backend raised is printed right below it
+    r"|BackendCompilerFailed: backend='[^']+' raised:"
     # frameworks' summaries of a failure whose own error they printed before: distilabel's
     # pipeline, LiteLLM's mapping of a provider's error (``VLLMException - <its message>``)
     r"|Failed to load all the steps"
@@ -64,6 +66,10 @@ WRAPPER = re.compile(
     r"|^(?:openai\.)?\w*Error: Error code: \d{3} - \{"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): (?:HTTP )?[45]\d\d - \{"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): Request failed: [45]\d\d\b"
+    r"|^(?:openai\.(?:error\.)?)?APIError: Invalid response object from API: '\{"
+    # an HTTP client's exception whose message ends with the server's error, as its repr
+    # (``openai.InternalServerError: modal-http: .. status Failure: ValueError('..')``)
+    r"|^openai\.\w*Error: .*\b[A-Z]\w*(?:Error|Exception)\((['\"]).*\1\)\s*$"
 )
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
 #: one request; a server's request that failed; exit handlers and a task nobody

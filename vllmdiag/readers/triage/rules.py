@@ -125,11 +125,12 @@ def by_rule(rule: str, why: str | None, frames: list[Frame], seen: Seen, message
 
 def _request(c: _Case) -> Blame:
     if c.framework is not None:
+        what = f": {c.why}" if c.why else " that vLLM's own check refused"
         return Blame(
             "caller",
             c.framework,
-            f"{c.framework} sent vLLM a request or prompt longer than the engine's context "
-            "(vLLM's own check refused it; the framework should fit or filter what it sends)",
+            f"{c.framework} built and sent the request (its own code or log line is in "
+            f"view){what}; the framework must fit or change what it sends",
         )
     return Blame("config", None, c.why or "vLLM's own check refused the user's lengths")
 

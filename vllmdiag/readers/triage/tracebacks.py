@@ -62,7 +62,9 @@ _OTHER_FRAME = re.compile(
 _PATH_PIECE = re.compile(r"^[^\s:│]*/[^\s:│]*$")
 #: IPython's arrow at the line that raised (``----> 3 llm = LLM(..)``).
 _ARROW = re.compile(r"^-+> ?\d+ ")
-_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::(?: (?P<msg>.*))?)?$")
+#: An exception line: its type, then its message after a colon (a paste may have put a
+#: space before the colon: ``ValueError : ..``).
+_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?: ?:(?: (?P<msg>.*))?)?$")
 #: Type names an exception line is recognised by without its header or frames in view.
 _EXC_NAME = re.compile(
     r"[A-Za-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Expired|Unsupported)"

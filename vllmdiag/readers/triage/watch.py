@@ -196,7 +196,8 @@ class Watch:
 
     def _goes_on(self, text: str) -> None:
         """A line of the relayed message that goes on (Docker's daemon answer), until a
-        blank line; a pydantic message until its ``[type=..]`` part, blank lines and all."""
+        blank line; a pydantic message until its ``[type=..]`` part, blank lines and all;
+        a relay that said only that a step failed takes the next line as its message."""
         assert self.relay is not None
         pydantic = self.relay.type == relays.PYDANTIC_ERROR
         if not text.strip():
@@ -204,6 +205,10 @@ class Watch:
                 self._continuing = 0
             return
         self._continuing -= 1
+        if not self.relay.message:  # the relay's record said only that: the next line is it
+            self._continuing = 0
+            self.relay = dataclasses.replace(self.relay, message=text.strip())
+            return
         if pydantic and "[type=" in text:
             self._continuing = 0
             text = text.split(" [type=", 1)[0]
