@@ -7,7 +7,9 @@ line: the catalogue is what says it is an error at all, so a line it does not kn
 never taken, nor one where only a word or two of it matched (``Aborted``), a record
 logged below error level, a line of source code, or the text of a Python warning.
 Where a program's words saying what failed stand before the error's (``Failed to derive
-max model length: cannot import name ..``), the line relays that error."""
+max model length: cannot import name ..``), the line relays that error. A pretty-printed
+HTTP error body's ``"message"`` line is taken whatever its words where the body's
+``"type"`` line names an exception: the body says it is an error."""
 
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ from vllmdiag.readers.triage.relays import Relay
 #: (```ModuleNotFoundError` : No module named ..``).
 _TYPED = re.compile(r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))`? ?: (?P<msg>\S.*)$")
 #: A program's label before its error (pip's ``ERROR: No matching distribution ..``, a
-#: logger's bare ``ERROR - ``).
-_LABEL = re.compile(r"^(?:ERROR|Error|error)(?::| -) +(?=\S)")
+#: logger's bare ``ERROR - ``), or a user's number in a list of errors (``2. ImportError:``).
+_LABEL = re.compile(r"^(?:(?:ERROR|Error|error)(?::| -)|\d{1,2}[.)]) +(?=\S)")
 #: A program relaying the error after its own words (``Failed to derive max model length:
 #: <error>``, vLLM's ``Error in applying chat template from request: <error>``, LiteLLM's
 #: ``Hosted_vllmException - <error>``): the relay's words say what failed, then a colon or
@@ -33,13 +35,18 @@ _LABEL = re.compile(r"^(?:ERROR|Error|error)(?::| -) +(?=\S)")
 #: the words the catalogue knows.
 #: (``CUDA error: ..`` only names the error's kind: no relay.)
 _RELAY_WORDS = re.compile(
-    r"\b(?:[Ff]ailed to|[Ff]ail to|[Ee]rror (?:in|while|during|when)|[Uu]nable to|[Cc]ould not)"
-    r"\b|[a-z]Exception(?::| -) ?$"
+    r"\b(?:[Ff]ailed to|[Ff]ail to|[Ee]rror (?:in|while|during|when|\w+ing)|[Uu]nable to"
+    r"|[Cc]ould not)\b|[a-z]Exception(?::| -) ?$"
 )
 _SEPARATOR = re.compile(r"(?::| -) (?=\S)")
 #: An HTTP error body pretty-printed over lines: the ``"type"`` line that names the
 #: exception (its ``"message"`` line is ``httperrors.BODY_LINE``).
 _BODY_TYPE = re.compile(r'^"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))",?$')
+#: A paste that made the body's quotes typographic (``“message": ‘..”,``), by the same
+#: lines with every quote made plain.
+_PLAIN_QUOTES = str.maketrans("“”‘’", "\"\"''")
+_LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
+_LOOSE_TYPE = re.compile(r"""^"type": ?['"](?P<type>[A-Z]\w*(?:Error|Exception))["'],?$""")
 #: The line as a user quoted it: in double quotes or backticks.
 _QUOTED = re.compile(r'^(?P<q>["“`])\s*(?P<inner>\S.*?)\s*["”`]$')
 _LONGEST = 2000
@@ -87,12 +94,20 @@ def known_alone(
         text = _LABEL.sub("", text)
         typed = _TYPED.match(text)
         typ, msg = (typed["type"], typed["msg"]) if typed else ("", text)
-        body = BODY_LINE.match(text)
+        body = BODY_LINE.match(text) or _LOOSE_BODY.match(text.translate(_PLAIN_QUOTES))
         if body:
-            msg = body["msg"]
-            later = (_BODY_TYPE.match(k.text.strip()) for k in ending if k.number > line.number)
+            # the message as pasted (the loose match read the line with its quotes plain)
+            msg = text[body.start("msg") : body.end("msg")]
+            pattern = _BODY_TYPE if body.re is BODY_LINE else _LOOSE_TYPE
+            later = (
+                pattern.match(k.text.strip().translate(_PLAIN_QUOTES))
+                for k in ending
+                if k.number > line.number
+            )
             typ = next((t["type"] for t in later if t), "")
-        hit = match(cat, typ, msg, [], version)
+            if typ:  # a body whose type line names an exception: an error body, known or not
+                return Relay(line.number, line.process, typ, msg, own=True)
+        hit = match(cat, typ, msg.translate(_PLAIN_QUOTES), [], version)
         if hit is None or hit.entry.benign or hit.entry.raised_by is not None:
             continue
         words = hit.entry.pattern.search(msg) or hit.entry.pattern.search(text)

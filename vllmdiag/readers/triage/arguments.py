@@ -56,9 +56,12 @@ _ERROR_LIST = re.compile(r"^\[\{'type': '\w+', 'loc': \(")
 def is_argument_error(typ: str, message: str) -> bool:
     """A call's arguments were wrong: a ``TypeError`` about them (typed, or quoted
     without its type), or a validation error (pydantic's) raised over the values
-    passed, also as the list of errors a server answers a request with."""
+    passed, also as the list of errors a server answers a request with (typed by its
+    body as ``BadRequestError``, or untyped)."""
     short = typ.rsplit(".", 1)[-1]
-    if short == "ValidationError" or (short == "" and _ERROR_LIST.match(message)):
+    if short == "ValidationError" or (
+        short in ("", "BadRequestError") and _ERROR_LIST.match(message)
+    ):
         return True
     return short in ("TypeError", "") and bool(_ARGUMENTS.search(message))
 
@@ -75,6 +78,14 @@ def library_drift(typ: str, message: str, frames: list[Frame]) -> Blame | None:
     if not outside:
         return None
     inner = outside[-1]
+    if inner.place == "vllm" and _foreign_function(message, frames):
+        return Blame(
+            "environment",
+            None,
+            "vLLM's code calls a plain function no frame in view defines (another package's, "
+            "as the transformers helpers vLLM imports) with arguments the installed release "
+            "does not take: the installed versions do not go together",
+        )
     if inner.place == "vllm" and _LIBRARY_CALLEE.search(message):
         return Blame(
             "environment",
@@ -94,6 +105,21 @@ def library_drift(typ: str, message: str, frames: list[Frame]) -> Blame | None:
                 "versions do not go together",
             )
     return None
+
+
+#: The plain function an argument error names (``layer_type_validation() takes 1
+#: positional argument but 2 were given``), behind Xinference's ``[address=..]`` tag.
+_FUNCTION_CALLED = re.compile(
+    r"^(?:\[address=[^\]]*\]\s*)?(?P<name>[a-z_][a-z0-9_]*)\(\) (?:takes|got|missing)\b"
+)
+
+
+def _foreign_function(message: str, frames: list[Frame]) -> bool:
+    """The argument error names a plain function (no class) that no frame in view
+    defines: vLLM's code called another package's function (transformers'
+    ``layer_type_validation``)."""
+    f = _FUNCTION_CALLED.match(message)
+    return f is not None and all(fr.func != f["name"] for fr in frames)
 
 
 def passer_of(frames: list[Frame]) -> Frame | str | None:
@@ -189,5 +215,5 @@ def by_passer(
 
 
 def kind_of(typ: str, message: str = "") -> str:
-    validation = typ.endswith("ValidationError") or (not typ and _ERROR_LIST.match(message))
+    validation = typ.endswith("ValidationError") or bool(_ERROR_LIST.match(message))
     return "validation error" if validation else "TypeError"

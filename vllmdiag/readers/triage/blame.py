@@ -87,6 +87,11 @@ _ENGINE_LAYERS = re.compile(
 )
 
 
+#: vLLM's model runner re-raising the model's error under ``Error in model execution
+#: (input dumped to ..)``: the frame only carries the error.
+_RERAISED = re.compile(r"(?:^|/)vllm/worker/model_runner_base\.py$")
+
+
 #: A message that tells the user to change a setting (vLLM's own checks are worded so):
 #: the user's config where vLLM's code raised it.
 _SETTING_ADVICE = re.compile(
@@ -195,6 +200,13 @@ def decide(
         )
     frames = strip_dispatch(frames)
     raiser = frames[-1] if frames else None
+    if raiser is not None and _RERAISED.search(_norm(raiser.file)) and raiser.func == "_wrapper":
+        return Blame(
+            "unknown",
+            None,
+            "vLLM's model runner re-raised the model's error with its input dumped "
+            "(model_runner_base._wrapper): the frames of the error itself are not in view",
+        )
     if raiser is None and seen.framework is not None:
         asked = _VLLM_API_ASKED.match(message)
         if asked is not None:

@@ -67,6 +67,8 @@ FRAMEWORK_LINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("spring-ai", re.compile(r"\borg\.springframework\.ai\.")),
     # GraphRAG's indexer progress (``GraphRAG Indexer``, then its workflows)
     ("graphrag", re.compile(r"\bGraphRAG Indexer\b")),
+    # Dify's OpenAI-compatible model provider relaying the server's answer
+    ("dify", re.compile(r"\[openai_api_compatible\] Error: API request failed")),
 )
 FRAMEWORK_HINTS: tuple[str, ...] = (
     "access model",
@@ -76,6 +78,7 @@ FRAMEWORK_HINTS: tuple[str, ...] = (
     "[dspy",
     "springframework.ai",
     "GraphRAG Indexer",
+    "[openai_api_compatible]",
 )
 
 

@@ -343,7 +343,10 @@ def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> Ro
         process=r.process,
         lines=(r.line, r.line),
         reason=why,
-        evidence="exception-line" if body else "wrapper-message",
+        # a traceback escaped into one string, quoted whole: its frames are in view
+        evidence=("traceback" if r.frames else "exception-line")
+        if r.own
+        else ("exception-line" if body else "wrapper-message"),
         raised_in=raised_in,
         rule=ev.pip_blame if r.pip else None,
         files=files,

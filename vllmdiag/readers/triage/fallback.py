@@ -17,7 +17,9 @@ _OPEN_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
 _ORIGINAL = re.compile(
     r"find the original error: (?P<type>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*?)(?P=q)\)"
 )
-_REQUEST_FAILED = re.compile(r"^Request failed: [45]\d\d\b")
+#: A client's exception whose message is the status the server answered (``Request
+#: failed: 404, ..``; Google's ``400 Model server exited unexpectedly.``).
+_REQUEST_FAILED = re.compile(r"^(?:Request failed: [45]\d\d\b|[45]\d\d [A-Z])")
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")

@@ -1,10 +1,12 @@
 """HTTP errors as clients and servers write them into a log (pure): a client's record of
-an error status (httpx's, the OpenAI JavaScript client's), the error body a client quotes
-(OpenAI's Python client, with or without a type; a JSON body; vLLM's own ``ErrorInfo``; a
-JSON log record at error level), and vLLM's answer to a request longer than the context,
-as a client relays it. Each reader gives what the line says: the error's type (empty where
-it names none), its message, and whether the words are the error's own rather than a
-relay of it; ``relays`` makes the line's relay of it."""
+an error status (httpx's, the OpenAI JavaScript client's, goose's, Xinference's client's),
+the error body a client quotes (OpenAI's Python client, with or without a type, cut or
+not; a JSON body, flat or nested as OpenAI nests it, or escaped inside another body;
+FastAPI's ``detail``; vLLM's own ``ErrorInfo``; a JSON log record at error level), and
+vLLM's answer to a request longer than the context, as a client relays it. Each reader
+gives what the line says: the error's type (empty where it names none), its message, and
+whether the words are the error's own rather than a relay of it; ``relays`` makes the
+line's relay of it."""
 
 from __future__ import annotations
 
@@ -19,10 +21,27 @@ Said = tuple[str, str, bool]
 _HTTP_STATUS = re.compile(r"(?P<msg>(?:Server|Client) error '\d{3} [^']*' for url .*)$")
 #: The OpenAI JavaScript client's record of an HTTP error status (``Error: 400 status code
 #: (no body)``, behind an application's label: ``Error: OpenAI API error: 400 ..``), with
-#: its type as printed.
+#: its type as printed; an application's upper-case ``ERROR:`` before it is a label.
 _JS_HTTP_STATUS = re.compile(
-    r"\b(?P<type>Error|\w+Error): (?P<msg>(?:[\w ]{1,40}: )?[45]\d\d status code\b.*)$"
+    r"\b(?:(?P<type>Error|\w+Error)|ERROR): "
+    r"(?P<msg>(?:[\w ]{1,40}: )?[45]\d\d status code\b.*?)[\"”]?\.?$"
 )
+#: A client's record of the status a server answered (goose's ``Request failed: Request
+#: failed with status: 422 Unprocessable Entity``, Xinference's client's ``Server error:
+#: 400 - <the server's message>``).
+_REQUEST_STATUS = re.compile(
+    r"\b(?P<msg>Request failed(?::| with status:) (?:Request failed with status: )?"
+    r"[45]\d\d\b.*?)\.?$"
+)
+_SERVER_ERROR = re.compile(r"\b(?:Server|Client) error: [45]\d\d - (?P<msg>\S.*)$")
+#: FastAPI's error body as a client prints the response (``status_code: 404, body:
+#: {'detail': 'Not Found'}``): the detail is the server's error.
+_DETAIL_BODY = re.compile(
+    r"\bstatus_code: [45]\d\d, body: \{['\"]detail['\"]: (?P<q>['\"])(?P<msg>.*?)(?P=q)\}"
+)
+#: A body nested as a string in another (a gateway's ``"message":"{\"code\":404,..
+#: \"message\":\"model x not found\"..}"``), its escaped quotes kept: its message.
+_ESCAPED_MESSAGE = re.compile(r'\\"message\\": ?\\"(?P<msg>(?:[^"\\]|\\[^"])+)\\"')
 #: An HTTP error body as a client logs it: OpenAI's client (``Error code: 400 - {..,
 #: 'message': '..', 'type': 'BadRequestError', ..}``), vLLM's own record of the error it
 #: returns (``ErrorInfo(message='..', type='NotFoundError', ..)``), a JSON body
@@ -99,7 +118,7 @@ _STATUS_BODY = re.compile(
     r"^(?:(?:Error code: |HTTP )?[45]\d\d - \{|Invalid response object from API: '\{)"
 )
 #: The message of the body OpenAI's client quotes, and the type after it.
-_QUOTED_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\})")
+_QUOTED_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\}|\.\.\.|…|$)")
 _QUOTED_TYPE = re.compile(r"'type': '(?P<type>\w+)'")
 
 
@@ -125,7 +144,16 @@ def status(text: str) -> Said | None:
     if h:
         return "", h["msg"], False
     j = _JS_HTTP_STATUS.search(text) if "status code" in text else None
-    return (j["type"], j["msg"], False) if j else None
+    if j:
+        return j["type"] or "", j["msg"], False
+    r = _REQUEST_STATUS.search(text) if "Request failed" in text else None
+    if r:
+        return "", r["msg"], False
+    d = _DETAIL_BODY.search(text) if "status_code: " in text else None
+    if d:
+        return "", d["msg"], False
+    s = _SERVER_ERROR.search(text) if "error: " in text else None
+    return ("", s["msg"], False) if s else None
 
 
 def context_length(text: str) -> Said | None:
@@ -158,6 +186,9 @@ def body_text(text: str) -> Said | None:
     a = _API_ERROR_JSON.search(text)
     if a:
         return "", a["msg"], False
+    e = _ESCAPED_MESSAGE.search(text) if '\\"message\\"' in text else None
+    if e and SAYS_WHAT_FAILED.search(e["msg"]):
+        return "", e["msg"], False
     line_body = BODY_LINE.match(text)
     if line_body and SAYS_WHAT_FAILED.search(line_body["msg"]):
         return "", line_body["msg"], True

@@ -113,12 +113,14 @@ def _peel(text: str) -> tuple[str, str]:
     for i in range(8):
         if i == 0:
             text = px.QUOTE.sub("", text, count=1)
-            marked = px.MARKUP.match(text)
+            text = px.PYTEST_MARK.sub(" ", px.PYTEST_ERROR.sub("", text, count=1), count=1)
+            lead = text[: len(text) - len(text.lstrip(" "))]
+            marked = px.MARKUP.match(text[len(lead) :])
             if marked:  # emphasis that closes, or glued in front of a process tag
-                inner = text[marked.end() :]
+                inner = text[len(lead) + marked.end() :]
                 end = px.MARKUP_END.search(inner)
-                if end is not None or inner[:1] == "(":
-                    text = inner[: end.start()] if end is not None else inner
+                if end is not None or (inner[:1] == "(" and not lead):
+                    text = lead + (inner[: end.start()] if end is not None else inner)
         box = px.BOX.match(text)
         if box:
             text = px.BOX_END.sub("", text[box.end() :])
@@ -157,7 +159,7 @@ def _peel(text: str) -> tuple[str, str]:
         end = px.MARKUP_END.search(inner) if marked else None
         if marked and end is not None and end.start() > marked.end():
             text = inner[marked.end() : end.start()]
-    return process, text
+    return process, px.SPACED_TYPE.sub(r"\1", text, count=1)
 
 
 #: A vLLM process tag anywhere in a line (see :func:`unglue`).

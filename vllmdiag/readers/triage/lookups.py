@@ -42,12 +42,14 @@ _VLLM_PRIVATE = re.compile(
 
 
 #: One of vLLM's internal classes (attention metadata, runners, workers, scheduler
-#: output) lacking an attribute: only vLLM's code (or the platform plugin that subclasses
-#: it) asks for one, so the asker is vLLM even with no frame in view.
+#: output, its own tokenizer wrappers) lacking an attribute: only vLLM's code (or the
+#: platform plugin that subclasses it) asks for one, so the asker is vLLM even with no
+#: frame in view.
 _VLLM_INTERNAL = re.compile(
     r"^'(?P<cls>\w*(?:AttentionMetadata(?:Builder)?|AttentionImpl|AttentionBackend"
     r"|ModelRunner\w*|ModelInput\w*|WorkerWrapper\w*|SchedulerOutput|InputBatch"
-    r"|KVCacheManager|KVCacheCoordinator))' object has no attribute '(?P<attr>\w+)'"
+    r"|KVCacheManager|KVCacheCoordinator)|MistralTokenizer|TokenizerGroup)' object has no "
+    r"attribute '(?P<attr>\w+)'"
 )
 #: A library's processor or tokenizer (transformers') lacking what vLLM's code reads
 #: from it: the installed release of that library is not the one this vLLM expects.

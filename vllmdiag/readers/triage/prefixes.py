@@ -39,6 +39,13 @@ GROUP_HEAD = re.compile(r"^\s*\+ (Exception Group Traceback \(most recent call l
 #: ```ValueError: ..```), or glued in front of it (``****(EngineCore_DP0 pid=1) ..``).
 MARKUP = re.compile(r"^(?:\*{1,4}|`{1,3})(?=[A-Za-z(\[])")
 MARKUP_END = re.compile(r"(?<=\S)(?:\*{1,4}|`{1,3})$")
+#: pytest's report of a failing test: ``E   `` before each line of the error, ``>`` in
+#: front of the source line that raised.
+PYTEST_ERROR = re.compile(r"^E {2,}(?=\S)")
+PYTEST_MARK = re.compile(r"^>(?= {3,}\S)")
+#: A module path and the exception's class a paste put a space between
+#: (``pydantic_core._pydantic_core. ValidationError: ..``).
+SPACED_TYPE = re.compile(r"^(\s*[a-z_][\w.]*\.) (?=[A-Z]\w*(?:Error|Exception):)")
 BOX = re.compile(r"^\s*│\s?")  # a TUI log viewer's border (k9s), rich's traceback box
 BOX_END = re.compile(r"\s*│\s*$")
 #: rich's boxed traceback: its top (the header) and bottom border, a source line's

@@ -71,6 +71,7 @@ LITERALS: tuple[bytes, ...] = (
     # compiled extension's unresolved symbol, the end of Ray's out-of-memory report
     b"stored in KV cache",
     b"No module named",
+    b"object has no attribute",
     b"undefined symbol",
     b"out of memory issue",
     b"ailed to start",  # a serving wrapper giving up on the server it started
@@ -79,6 +80,8 @@ LITERALS: tuple[bytes, ...] = (
     b"The actor is dead because",  # Ray's account of an actor's death, pasted alone
     b"Assertion `",  # a device kernel's assertion
     b'"message": "',  # an error body pretty-printed over lines
+    b'message\\":',  # a body nested, escaped, in another's message
+    "“message".encode(),  # a body whose quotes a paste made typographic
     b"'loc': (",  # one error of a server's validation list, as a client prints it
     "❱".encode(),  # rich's boxed traceback marks the line that raised (its frame is above)
     b"--> ",  # IPython's arrow at the line that raised (``----> 3``, ``--> 177``)

@@ -7,15 +7,19 @@ string with its line breaks escaped (the last line names it), a pydantic validat
 error's body line whose header line is cut, vLLM's own request-length message as a
 client prints the 400 it got back, HTTP error statuses and bodies (read by
 ``httperrors``), and a proxy's or a serving wrapper's note that the server behind it is
-gone, a framework's record that a step failed with the error on the next line, and one
-error of a server's validation list as a client prints it under its own label.
+gone, a framework's record that a step failed with the error on the next line, one
+error of a server's validation list as a client prints it under its own label, a
+framework's record of an exception it caught, and Docker Compose's and gcloud's records
+that a container did not come up.
 
 Also an error a person quotes in prose, in backticks (``it complains `AttributeError:
 ..` ``; an untyped ``f() got an unexpected keyword argument 'x'``), and pip's resolver
 refusing an install (``Cannot install vllm because these package versions have
 conflicting dependencies.``), Docker's refusal to start a container or to build (its
-message goes on over the next lines), and an exception line a sentence in Chinese runs
-into: these are the error's own words, read as its exception line."""
+message goes on over the next lines), an exception line a sentence runs into (in
+Chinese, or after the user's own word for it: ``I meet the bug RuntimeError: ..``), a CUDA
+call's check in compiled code, and a compiler's diagnostic: these are the error's own
+words, read as its exception line."""
 
 from __future__ import annotations
 
@@ -54,9 +58,19 @@ _RELAYED_ARGS = re.compile(
 _MODEL_ACCESS = re.compile(
     r"\bFail to access model ?\([^)]*\)\.\s*(?:\*\*ERROR\*\*: ?|ERROR: ?)?(?P<msg>\S.*)$"
 )
-#: An exception line behind a label the user put before it (``【BUG】：RuntimeError: ..``).
+#: An exception line behind a label the user put before it (``【BUG】：RuntimeError: ..``,
+#: a comment in a pasted script: ``# Error: RuntimeError: ..``).
 _LABEL = re.compile(
-    r"^【[^】]{1,20}】\s*[:：]?\s*(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
+    r"^(?:【[^】]{1,20}】\s*[:：]?|#\s*(?:Error|ERROR|error)\s*:)\s*"
+    r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
+)
+#: An exception line a user's sentence names after its own word for it (``there is an
+#: attribute error: AttributeError: ..``, ``I meet the bug RuntimeError: ..``, ``I keep
+#: hitting this error “ openai_harmony.HarmonyError: ..”``).
+_SENTENCE_TYPED = re.compile(
+    r"\b(?:an?|the|this|that|following)\s+(?:\w+\s+)?(?:error|exception|bug)\b"
+    r"(?:\s*[:：]\s*|\s+)[\"“]?\s*"
+    r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*?)\s*[\"”]?$"
 )
 #: The error's words in a user's sentence (``It resulted in the error: <msg>``).
 _PROSE_ERROR = re.compile(
@@ -74,6 +88,11 @@ _CJK_TYPED = re.compile(
 #: One error of a server's pydantic validation list, as a client prints it after its own
 #: label (``validation error:``, then ``{'type': 'missing', 'loc': ('body',), ..}``).
 _ERROR_DICT = re.compile(r"^\[?\{'type': '\w+', 'loc': \(.*'msg': ")
+#: A framework's record of an exception it caught, typed (Langchain-Chatchat's
+#: ``SyntaxError: Caught exception: invalid syntax ..``), and LibreChat's abort of a
+#: request (``AI response error; aborting request: fetch failed``).
+_CAUGHT = re.compile(r"\b(?P<type>[A-Z]\w*(?:Error|Exception)): Caught exception: (?P<msg>\S.*)$")
+_ABORTED = re.compile(r"\bAI response error; aborting request: (?P<msg>\S.*)$")
 #: browser-use's record that the agent's step failed, the error on the next line
 #: (``❌ Result failed 1/3 times:``, then `` Internal Server Error``).
 _STEP_FAILED = re.compile(r"\bResult failed \d+/\d+ times:\s*(?P<msg>.*)$")
@@ -87,6 +106,7 @@ _UNTYPED: tuple[re.Pattern[str], ...] = (
     re.compile(r"^No available memory for the cache blocks\b"),
     re.compile(r"^Free memory on device \(.*\) on startup is less than desired GPU memory"),
     re.compile(r"^No module named '[\w.]+'$"),
+    re.compile(r"^'[\w.]+' object has no attribute '\w+'$"),
     re.compile(r"^\S+\.so(?:\.[\d.]+)?: undefined symbol: \S+$"),
     re.compile(r"^\w+ is set to -?\d+, which does not allow any tokens to be scheduled"),
     # a device kernel's assertion, as the CUDA runtime prints it
@@ -128,6 +148,8 @@ _LOCALIZED = re.compile(r"^[^\x00-\x7f]*(?:失败|错误)[:：] ?(?P<msg>\S.*)$"
 #: An error quoted as one escaped string (``"..\\n  At least one ..:\\nray.exceptions.
 #: RaySystemError: System error: .."``: Triton, JSON logs): its last line is the error.
 _ESCAPED_EXC = re.compile(r'^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>.+?)"?$')
+#: A frame of a traceback escaped into one string (``File \\"/x.py\\", line 3, in f``).
+_ESCAPED_FRAME = re.compile(r'^File \\?"(?P<file>[^"\\]+)\\?", line \d+, in (?P<func>[\w<>.]+)')
 _ESCAPED_COLOUR = re.compile(r"\\u001[Bb](?:\[[0-9;]*m)?")  # its "[36m" may be gone
 _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\)\s*\(pid=(?P<pid>\w+)")
 #: A pydantic v2 validation error's own line (``Value error, <msg> [type=value_error,
@@ -165,6 +187,13 @@ _SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpec
 #: daemon: ..``; a build's without the program's name): the daemon's message goes on over
 #: the next lines.
 _DOCKER = re.compile(r"^(?:docker: )?(?P<msg>Error response from daemon: \S.*)$")
+#: Docker Compose's record that a service's container never became healthy, and gcloud's
+#: that a Cloud Run container did not start (``ERROR: (gcloud.run.deploy) The
+#: user-provided container failed to start ..``): the process is the command it names.
+_COMPOSE_UNHEALTHY = re.compile(
+    r"^[\"“]?(?P<msg>dependency failed to start: container \S+ is unhealthy)[\"”]?$"
+)
+_GCLOUD = re.compile(r"^(?:ERROR: )?\((?P<proc>gcloud[\w.-]*)\) (?P<msg>\S.*)$")
 #: A serving platform's record that its model server did not start, and why (KServe's
 #: ``Failed to start model server: <error>``).
 _SERVER_NOT_STARTED = re.compile(r"^Failed to start (?:the )?model server: (?P<msg>\S.*)$")
@@ -177,6 +206,12 @@ _API_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w* )?API error: (?!Error code: )(?P<m
 _LAZY_IMPORT = re.compile(
     r"^.*because of the following error \(look up to see its traceback\):\s*(?P<msg>\S.*)$"
 )
+#: A CUDA call's check in compiled code, by file and line (vLLM's custom all-reduce:
+#: ``Failed: Cuda error /x/csrc/custom_all_reduce.cuh:417 'resource already mapped'``).
+_CUDA_CHECK = re.compile(r"^Failed: (?:Cuda|CUDA|HIP) error \S+:\d+ '[^']+'")
+#: A compiler's diagnostic (``/opt/rocm/include/hip/hip_bf16.h:30:10: fatal error:
+#: 'hip/amd_detail/amd_hip_bf16.h' file not found``): its message after the severity.
+_COMPILER_ERROR = re.compile(r"^\S+\.\w+:\d+:\d+: (?:fatal )?error: (?P<msg>\S.*)$")
 #: A build tool's own error line (``ninja: error: '/opt/rocm/lib/libamdhip64.so', needed by
 #: '..', missing and no known rule to make it``): the tool is the process.
 _BUILD_TOOL = re.compile(
@@ -210,6 +245,9 @@ class Relay:
     #: the error's message goes on over the lines that follow (Docker's daemon answer, a
     #: pydantic message until its ``[type=..]``)
     continues: bool = False
+    #: a client's record of the error an HTTP server answered (a status, a body): the
+    #: server's own record of it, where the log has one, is the error itself
+    http: bool = False
 
 
 #: One frame as pybind11 lists it after ``At:`` (innermost first): ``path(line): func``.
@@ -261,6 +299,12 @@ def _escaped(line: Line, text: str, error_record: bool) -> Relay | None:
     if e:
         actor = _RAY_ACTOR.search(parts[0])
         proc = f"{actor['actor']} pid={actor['pid']}" if actor else line.process
+        frames = tuple(
+            (f["file"], f["func"]) for p in parts if (f := _ESCAPED_FRAME.match(p.strip()))
+        )
+        if frames and not httperrors.SAYS_WHAT_FAILED.search(parts[0]):
+            # a traceback escaped into one string, nothing relaying it: its own frames
+            return Relay(line.number, proc, e["type"], e["msg"], own=True, frames=frames)
         return Relay(line.number, proc, e["type"], e["msg"])
     a = _ARGS.match(parts[-1].strip())
     if a:  # a framework's message quoting Python's argument error without its type
@@ -306,9 +350,20 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     api = _API_ERROR.search(text) if "API error: " in text else None
     if api:
         return Relay(line.number, line.process, "", api["msg"])
+    c = _COMPOSE_UNHEALTHY.match(text)
+    if c:
+        return Relay(line.number, line.process, "", c["msg"])
+    g = _GCLOUD.match(text)
+    if g:
+        return Relay(line.number, g["proc"], "", g["msg"])
     b = _BUILD_TOOL.match(text)
     if b:
         return Relay(line.number, b["prog"], "", b["msg"], own=True)
+    if _CUDA_CHECK.match(text):
+        return Relay(line.number, line.process, "", text, own=True)
+    cc = _COMPILER_ERROR.match(text)
+    if cc:
+        return Relay(line.number, line.process, "", cc["msg"], own=True)
     d = _DOCKER.match(text)
     if d:
         return Relay(line.number, "docker", "", d["msg"], own=True, continues=True)
@@ -343,7 +398,9 @@ def _http_status(line: Line, text: str, error_record: bool) -> Relay | None:
 
 def _program_error(line: Line, text: str, error_record: bool) -> Relay | None:
     e = _PROGRAM_ERROR.match(text)
-    return Relay(line.number, line.process, "", e["msg"], own=True) if e else None
+    if e is None or httperrors.body(text) is not None:
+        return None  # a client's ``Error: API error 400: {..}``: the body is the error
+    return Relay(line.number, line.process, "", e["msg"], own=True)
 
 
 def _repr(line: Line, text: str, error_record: bool) -> Relay | None:
@@ -386,7 +443,7 @@ def _relay(line: Line, said: httperrors.Said | None) -> Relay | None:
     if said is None:
         return None
     typ, message, own = said
-    return Relay(line.number, line.process, typ, message, own=own)
+    return Relay(line.number, line.process, typ, message, own=own, http=not own)
 
 
 def _pydantic(line: Line, text: str, error_record: bool) -> Relay | None:
@@ -402,7 +459,12 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
     """The error's own words behind a label or a sentence of the user's (``【BUG】：
     RuntimeError: ..``, ``It resulted in the error: ..``), or alone on its line, untyped,
     as vLLM and Python print them (``No module named 'x.y'``)."""
-    lab = _LABEL.match(text) or _QUOTED_LINE.match(text) or _CJK_TYPED.search(text)
+    lab = (
+        _LABEL.match(text)
+        or _QUOTED_LINE.match(text)
+        or _CJK_TYPED.search(text)
+        or _SENTENCE_TYPED.search(text)
+    )
     if lab:
         return Relay(line.number, line.process, lab["type"], lab["msg"], own=True)
     quoted_args = _QUOTED_ARGS.match(text)
@@ -422,6 +484,14 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
 
 def _error_dict(line: Line, text: str, error_record: bool) -> Relay | None:
     return Relay(line.number, line.process, "", text) if _ERROR_DICT.match(text) else None
+
+
+def _caught(line: Line, text: str, error_record: bool) -> Relay | None:
+    c = _CAUGHT.search(text)
+    if c:
+        return Relay(line.number, line.process, c["type"], c["msg"])
+    a = _ABORTED.search(text)
+    return Relay(line.number, line.process, "", a["msg"]) if a else None
 
 
 def _step_failed(line: Line, text: str, error_record: bool) -> Relay | None:
@@ -452,6 +522,7 @@ _READERS: tuple[_Reader, ...] = (
     _escaped,
     _backticked,
     _pip,
+    _caught,
     _gave_up,
     _native_record,
     _relayed_untyped,

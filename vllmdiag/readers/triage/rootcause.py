@@ -41,6 +41,7 @@ from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.fallback import quoted, unknown_note
 from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
 from vllmdiag.readers.triage.relays import Relay
+from vllmdiag.readers.triage.signature import signature
 from vllmdiag.readers.triage.tracebacks import Link, Traceback
 from vllmdiag.readers.triage.triaged import Evidence, LogTriage, RootCause, Skipped
 
@@ -67,6 +68,11 @@ WRAPPER = re.compile(
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): (?:HTTP )?[45]\d\d - \{"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): Request failed: [45]\d\d\b"
     r"|^(?:openai\.(?:error\.)?)?APIError: Invalid response object from API: '\{"
+    # Google's API client raising the status a service answered (``FailedPrecondition:
+    # 400 Model server exited unexpectedly.``): the service's words, not the client's
+    r"|^(?:google\.api_core\.exceptions\.)?(?:FailedPrecondition|InvalidArgument|NotFound"
+    r"|PermissionDenied|ResourceExhausted|ServiceUnavailable|InternalServerError|BadRequest"
+    r"|DeadlineExceeded|Aborted|Unknown): [45]\d\d "
     # an HTTP client's exception whose message ends with the server's error, as its repr
     # (``openai.InternalServerError: modal-http: .. status Failure: ValueError('..')``)
     r"|^openai\.\w*Error: .*\b[A-Z]\w*(?:Error|Exception)\((['\"]).*\1\)\s*$"
@@ -201,7 +207,10 @@ def choose(
         if died is not None:  # Ray's report of an actor's death: that actor's death line
             cands.append(_Candidate(0, root.exc_line, _actor(tb, root, died, cat, ev)))
             continue
-        follow = root.short_type in SECONDARY or HANDLED.search(tb.header) is not None
+        handled = HANDLED.search(tb.header) is not None
+        follow = root.short_type in SECONDARY or handled
+        if handled and ev.relay is not None and ev.relay.http and root.short_type not in SECONDARY:
+            follow = False  # the server's own record of the error a client relays
         label = "follow-on" if follow else ""
         cut = _frames_below(tb, root, tbs) if tb.headless and not root.frames else None
         cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label, cut))
@@ -262,9 +271,18 @@ def _exception(
 
 def _with_frames_first(tbs: list[Traceback]) -> list[Traceback]:
     """``tbs`` without an exception line quoted alone (a paste that put the error first)
-    where the same exception follows with its frames: that one is the error, read whole."""
+    where the same exception follows with its frames: that one is the error, read whole.
+    The same is also the same error recurring in the same process with other numbers in
+    its message (a server handling one request's failure after another's: ``Unexpected
+    token 13 ..``, then ``Unexpected token 200007 ..`` with its stack)."""
     framed = {
         (k.type, k.message) for t in tbs for k in t.links if k.kind == "exception" and k.frames
+    }
+    recurring = {
+        (t.process, signature(k.type, k.message))
+        for t in tbs
+        for k in t.links
+        if k.kind == "exception" and k.frames and k.type
     }
     return [
         t
@@ -273,7 +291,13 @@ def _with_frames_first(tbs: list[Traceback]) -> list[Traceback]:
             t.headless
             and len(t.links) == 1
             and not t.links[0].frames
-            and (t.links[0].type, t.links[0].message) in framed
+            and (
+                (t.links[0].type, t.links[0].message) in framed
+                or (
+                    t.links[0].type != ""
+                    and (t.process, signature(t.links[0].type, t.links[0].message)) in recurring
+                )
+            )
         )
     ]
 

@@ -47,6 +47,9 @@ _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)(?
 #: A frame whose line number and function the paste lost (text read back from a photo):
 #: its file alone, in quotes, a Python file.
 _BARE_FRAME = re.compile(r'^File [“"](?P<file>[^"”]+\.py)[”"]$')
+#: The same with its function but neither ``File`` nor the line number
+#: (``vllm/v1/core/sched/scheduler.py, in schedule``).
+_NAMED_FRAME = re.compile(r"^(?P<file>[\w./-]+\.py), in (?P<func>[\w<>.]+)$")
 #: IPython's frames (``File /x.py:177, in LLM.__init__(self, ..)``, ``Cell In[3], line
 #: 1``; IPython 7's ``/x.py in __init__(self, ..)``, ``<ipython-input-2-ab> in <module>``)
 #: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled); Colab's
@@ -62,9 +65,11 @@ _OTHER_FRAME = re.compile(
 _PATH_PIECE = re.compile(r"^[^\s:│]*/[^\s:│]*$")
 #: IPython's arrow at the line that raised (``----> 3 llm = LLM(..)``).
 _ARROW = re.compile(r"^-+> ?\d+ ")
-#: An exception line: its type, then its message after a colon (a paste may have put a
-#: space before the colon: ``ValueError : ..``).
-_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:\([\w.]+\))?)(?: ?:(?: (?P<msg>.*))?)?$")
+#: An exception line: its type (a C++ one namespaced: ``c10::AcceleratorError``), then its
+#: message after a colon (a paste may have put a space before the colon: ``ValueError :``).
+_EXC = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?: ?:(?: (?P<msg>.*))?)?$"
+)
 #: Type names an exception line is recognised by without its header or frames in view.
 _EXC_NAME = re.compile(
     r"[A-Za-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Expired|Unsupported)"
@@ -98,7 +103,7 @@ _NEW = re.compile(
     r"|Exception in thread|Exception ignored in|Current thread|Stack \(most recent"
     # JAX's note under an exception whose internal frames it filtered, and its rule
     r"|-{8,}$|For simplicity, JAX has removed its internal frames"
-    r"|(?:\.\.\.|…|\[\.\.\.\])$|\([\w -]*$"
+    r"|(?:\.{3,}|…|\[\.\.\.\])$|\([\w -]*$"
     r"|Process finished with exit code"  # an IDE's note that the run ended
     r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
 )
@@ -399,6 +404,9 @@ class TracebackParser:
         bare = _BARE_FRAME.match(stripped)
         if bare:
             return Frame(bare["file"].strip(), 0, "")
+        named = _NAMED_FRAME.match(stripped) if ".py, in " in stripped else None
+        if named:
+            return Frame(named["file"], 0, named["func"])
         om = _OTHER_FRAME.match(stripped) if stripped[:1] in "FC/<[" or ".py" in stripped else None
         if om is None:
             if _PATH_PIECE.match(stripped):
@@ -485,6 +493,11 @@ class TracebackParser:
             st.blank, st.gapped = False, True  # the rest of huggingface_hub's message
         if stripped in ("...", "…"):
             return True  # the paste's elision mark
+        if indented and not st.block and _FRAME.match(stripped):
+            # a frame under an exception line starts another traceback (a paste that cut
+            # its header), never the exception's message
+            self._finish(key, complete=True)
+            return self._outside(key, line, stripped)
         if st.block and not st.exc_lines and not indented and _NEW.match(stripped) is None:
             st.exc_lines.append(stripped)  # the message, on the line below its type
             return True
@@ -596,7 +609,7 @@ def _exception_like(typ: str, near: bool) -> bool:
     named = _EXC_NAME.search(short) is not None
     if not any(c.islower() for c in short):
         return False  # class names are CamelCase: not INFO or NCCL
-    if not short[:1].isupper() and not (named and "." in typ):
+    if not short[:1].isupper() and not (named and ("." in typ or "::" in typ)):
         # a lower-case word, unless a module's class named as an error (a binding's
         # ``nixl._bindings.nixlBackendError``)
         return False
