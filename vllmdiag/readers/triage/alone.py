@@ -38,7 +38,7 @@ _RELAY_WORDS = re.compile(
     r"\b(?:[Ff]ailed to|[Ff]ail to|[Ee]rror (?:in|while|during|when|\w+ing)|[Uu]nable to"
     r"|[Cc]ould not)\b|[a-z]Exception(?::| -) ?$"
 )
-_SEPARATOR = re.compile(r"(?::| -) (?=\S)")
+_SEPARATOR = re.compile(r"(?::| -) ?(?=\S)")
 #: An HTTP error body pretty-printed over lines: the ``"type"`` line that names the
 #: exception (its ``"message"`` line is ``httperrors.BODY_LINE``).
 _BODY_TYPE = re.compile(r'^"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))",?$')

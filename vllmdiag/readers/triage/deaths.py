@@ -31,6 +31,8 @@ from vllmdiag.readers.triage.traceback_model import Frame
 _FRAME = re.compile(r'^File [“"](?P<file>[^"”]+)[”"], line (?P<line>\d+)')
 _STACK_HEAD = re.compile(r"^(?:Current thread 0x[0-9a-f]+|Thread 0x[0-9a-f]+|Stack) \(most recent")
 STACK_LINES = 40  # lines after a "Fatal Python error" that may hold its stack
+#: torch elastic's report of a failed child: its rank (``rank      : 1 (local_rank: 1)``).
+_ELASTIC_RANK = re.compile(r"^rank\s*: (?P<rank>\d+) \(local_rank: \d+\)$")
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,16 @@ RULES: tuple[_Rule, ...] = (
         "unknown",
     ),
     _Rule(re.compile(r"EngineCore encountered a fatal error"), "weak", "vllm"),
+    # torch elastic's report of the child that failed first (``traceback : Signal 6
+    # (SIGABRT) received by PID 20297``): that child died of the signal; its rank is on
+    # the report's ``rank :`` line above
+    _Rule(
+        re.compile(r"Signal \d+ \(SIG[A-Z]+\) received by PID (?P<pid>\d+)"),
+        "signal",
+        "unknown",
+        lambda m, p: f"pid={m['pid']}",
+        from_match=True,
+    ),
     # a shell's report that the command a script ran died of a signal (``start.sh: line
     # 18:  1669 Illegal instruction     (core dumped) python -m ..``): that process died
     _Rule(
@@ -239,6 +251,7 @@ class DeathWatch:
         self._counts: dict[str, int] = {}
         self._last = 0
         self._watch_until = 0  # a handler's signal notice: the lines after it tell
+        self._rank: str | None = None  # torch elastic's report: the failed child's rank
 
     @property
     def collecting(self) -> bool:
@@ -252,7 +265,12 @@ class DeathWatch:
         if death is None:
             if line.level in ("INFO", "DEBUG", "WARNING"):
                 self._alive(line)
+            rank = _ELASTIC_RANK.match(line.text.strip())
+            if rank:
+                self._rank = rank["rank"]
             return
+        if self._rank is not None and death.process.startswith("pid="):
+            death.process = f"rank{self._rank} {death.process}"
         n = self._counts.get(death.strength, 0)
         if n < 64:  # the first ones of each kind are what matters; keep memory flat
             self._counts[death.strength] = n + 1

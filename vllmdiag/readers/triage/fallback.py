@@ -19,7 +19,9 @@ _ORIGINAL = re.compile(
 )
 #: A client's exception whose message is the status the server answered (``Request
 #: failed: 404, ..``; Google's ``400 Model server exited unexpectedly.``).
-_REQUEST_FAILED = re.compile(r"^(?:Request failed: [45]\d\d\b|[45]\d\d [A-Z])")
+_REQUEST_FAILED = re.compile(
+    r"^(?:Request failed: [45]\d\d\b|[45]\d\d [A-Z]|Error code: [45]\d\d$)"
+)
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
@@ -51,7 +53,7 @@ def quoted(link: Link) -> tuple[str, str] | None:
     if r:
         return r["type"], r["msg"]
     if _REQUEST_FAILED.match(link.message):
-        return link.short_type, link.message
+        return link.type, link.message
     m = _QUOTE.search(link.message)
     inner = m["inner"] if m else None
     if inner is None:

@@ -190,7 +190,21 @@ def unglue(raw: str) -> list[str]:
         glued = _RAISE_GLUED.match(raw)
         if glued:
             return [glued["src"], glued["exc"]]
+    if '.py", line ' in raw and "pid=" not in raw:
+        cut = _CUT_FRAME_GLUED.match(raw)
+        if cut:
+            frame = f'  File "{cut["file"]}", line {cut["line"]}, in {cut["func"]}'
+            return [frame, f"    {cut['src']}", cut["exc"]]
     return [record for part in _untag(raw) for record in _unrecord(part)]
+
+
+#: A traceback's last frame, its ``File "`` cut with the paste, glued to its source line
+#: and its exception line (``configs/x.py", line 13, in <module>     ('a', 1) TypeError:
+#: 'tuple' object is not callable``).
+_CUT_FRAME_GLUED = re.compile(
+    r'^(?P<file>[^\s"]+\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s+(?P<src>\S.*?)\s+'
+    r"(?P<exc>[A-Z][\w.]*(?:Error|Exception): \S.*)$"
+)
 
 
 #: vLLM's logger prefix with its date (``ERROR 08-04 07:35:11 [core.py:515]``), at a

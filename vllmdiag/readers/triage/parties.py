@@ -33,7 +33,10 @@ ORIGINS: tuple[Origin, ...] = (
 
 #: Libraries that only carry another's check (a validator) or relay a call (an actor
 #: framework): never the one who passed a value.
-CARRIERS = frozenset({"pydantic", "pydantic_core", "ray", "xoscar", "typing_extensions"})
+#: (mmengine's registry builds the object its caller's config names)
+CARRIERS = frozenset(
+    {"pydantic", "pydantic_core", "ray", "xoscar", "typing_extensions", "mmengine"}
+)
 
 
 #: Actor frameworks that re-raise another process's error: frames that end in one are

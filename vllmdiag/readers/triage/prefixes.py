@@ -63,7 +63,8 @@ RIGHT_BORDER = re.compile(r"^(?P<body>[^│]*\S)\s+│\s*$")
 CAPTURE = re.compile(
     rf"^(?:\[{_ISO}\]|{_ISO}(?=\s)(?: (?:stdout|stderr) [FP](?= ))?"
     r"|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [\w.-]+ [\w.@/-]+(?:\[\d+\])?:)?"
-    r"|(?:#\d+ )?\d{1,5}\.\d{2,3}(?= ))"
+    r"|(?:#\d+ )?\d{1,5}\.\d{2,3}(?= )"
+    r"|\d{1,3}(?:\.\d{1,3}){3}:(?= ))"  # a multi-node launcher's host (pdsh, DeepSpeed)
     r"(?:[ \t]?\|[ \t]?|[ \t])?"
 )
 

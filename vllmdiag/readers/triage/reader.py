@@ -53,6 +53,7 @@ LITERALS: tuple[bytes, ...] = (
     b"SIG",
     b"llegal instruction",  # SIGILL as the shell reports it
     b"xitcode",  # torch elastic's ``failed (exitcode: -11)``
+    b"(local_rank: ",  # and the rank of the child its report names
     b"maximum context length",
     b'File "',  # a frame: stack pasted without its header or exception line (or indent)
     "失败".encode(),  # "failed", in Chinese-language pastes

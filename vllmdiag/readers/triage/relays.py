@@ -93,6 +93,9 @@ _ERROR_DICT = re.compile(r"^\[?\{'type': '\w+', 'loc': \(.*'msg': ")
 #: request (``AI response error; aborting request: fetch failed``).
 _CAUGHT = re.compile(r"\b(?P<type>[A-Z]\w*(?:Error|Exception)): Caught exception: (?P<msg>\S.*)$")
 _ABORTED = re.compile(r"\bAI response error; aborting request: (?P<msg>\S.*)$")
+#: LiteLLM's exception mapping a provider's error, as a framework prints it
+#: (``Exception litellm.APIError: APIError: Hosted_vllmException - Connection error``).
+_LITELLM = re.compile(r"\blitellm\.\w+: (?:\w+: )?[A-Z]\w*Exception - (?P<msg>\S.*)$")
 #: browser-use's record that the agent's step failed, the error on the next line
 #: (``❌ Result failed 1/3 times:``, then `` Internal Server Error``).
 _STEP_FAILED = re.compile(r"\bResult failed \d+/\d+ times:\s*(?P<msg>.*)$")
@@ -491,6 +494,8 @@ def _caught(line: Line, text: str, error_record: bool) -> Relay | None:
     if c:
         return Relay(line.number, line.process, c["type"], c["msg"])
     a = _ABORTED.search(text)
+    if a is None and httperrors.body(text) is None:  # a body in it is read as one
+        a = _LITELLM.search(text)
     return Relay(line.number, line.process, "", a["msg"]) if a else None
 
 

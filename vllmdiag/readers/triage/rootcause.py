@@ -39,6 +39,7 @@ from vllmdiag.readers.triage.alone import known_alone
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.fallback import quoted, unknown_note
+from vllmdiag.readers.triage.lines import MAIN
 from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
 from vllmdiag.readers.triage.relays import Relay
 from vllmdiag.readers.triage.signature import signature
@@ -52,6 +53,8 @@ WRAPPER = re.compile(
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
     r"|^RuntimeError: Executor failed"
     r"|^(?:[\w.]*\.)?(?:Base)?ExceptionGroup: "  # its sub-exceptions follow
+    # torch elastic's report that a child failed: its root-cause section says how
+    r"|ChildFailedError: "
     # torch's compile wrapper: the error the backend raised is printed right below it
     r"|BackendCompilerFailed: backend='[^']+' raised:"
     # frameworks' summaries of a failure whose own error they printed before: distilabel's
@@ -68,6 +71,7 @@ WRAPPER = re.compile(
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): (?:HTTP )?[45]\d\d - \{"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): Request failed: [45]\d\d\b"
     r"|^(?:openai\.(?:error\.)?)?APIError: Invalid response object from API: '\{"
+    r"|^(?:openai\.)?\w*Error: Error code: [45]\d\d$"
     # Google's API client raising the status a service answered (``FailedPrecondition:
     # 400 Model server exited unexpectedly.``): the service's words, not the client's
     r"|^(?:google\.api_core\.exceptions\.)?(?:FailedPrecondition|InvalidArgument|NotFound"
@@ -86,6 +90,9 @@ HANDLED = re.compile(
     r"|Exception in ASGI application|Error in atexit\._run_exitfuncs"
     r"|Task exception was never retrieved"
 )
+#: A user's own label above frames a paste put apart (``[关键堆栈跟踪]:``, "key stack
+#: trace"; ``Stack:``): no record of an error of its own.
+_LABEL_HEAD = re.compile(r"^\s*\[?[^\s:：\]]{1,24}\]?\s*[:：]\s*$")
 _FAILED_PLUGIN = re.compile(r"Failed to load plugin (?P<name>[\w.-]+)")
 
 
@@ -181,6 +188,7 @@ def choose(
     wrappers: list[Skipped] = []
     cands: list[_Candidate] = []
     truncated = ev.ends_mid_line
+    absorbed: set[int] = set()
     for tb in tbs:
         links = [k for k in ordered_links(tb) if k.kind != "cut"]
         truncated = truncated or not tb.complete
@@ -204,6 +212,11 @@ def choose(
         if root is None:
             continue
         died = actor_death(root.type, root.message)
+        account = _account_above(died, ev.deaths, root.exc_line) if died is not None else None
+        if died is not None and account is not None:
+            # Ray's account pasted above, apart from the exception that names the actor
+            died = dataclasses.replace(died, message=account.message)
+            absorbed.add(account.line)
         if died is not None:  # Ray's report of an actor's death: that actor's death line
             cands.append(_Candidate(0, root.exc_line, _actor(tb, root, died, cat, ev)))
             continue
@@ -215,12 +228,18 @@ def choose(
         cut = _frames_below(tb, root, tbs) if tb.headless and not root.frames else None
         cands.append(_exception(3 if follow else 0, tb, root, cat, ev, label, cut))
     for d in ev.deaths:
+        if d.line in absorbed:
+            continue  # the account of a death an exception below names the actor of
         if d.strength == "weak" and _introduces(d, tbs):
             continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
         if d.survived:
             continue  # a signal notice its process logged on after
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
-    if ev.relay is not None and not _went_on(ev.relay, tbs):
+    if (
+        ev.relay is not None
+        and not _went_on(ev.relay, tbs)
+        and not WRAPPER.search(ev.relay.message)
+    ):
         cut = next((t for t in tbs if t.links and all(k.kind == "cut" for k in t.links)), None)
         cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat, cut)))
     if ev.cli_error is not None:
@@ -322,7 +341,7 @@ def _frames_below(tb: Traceback, link: Link, tbs: Sequence[Traceback]) -> Traceb
         if (
             t.process == tb.process
             and t.first_line > link.exc_line
-            and (not t.header or t.header.startswith("Traceback"))
+            and (not t.header or t.header.startswith("Traceback") or _LABEL_HEAD.match(t.header))
             and t.links
             and all(k.kind == "cut" for k in t.links)
         ):
@@ -334,6 +353,21 @@ def _quote(
     tb: Traceback, link: Link, inner: tuple[str, str], cat: Catalogue, ev: Evidence
 ) -> Callable[[], RootCause]:
     return lambda: causes.from_quote(tb, link, inner, cat, ev)
+
+
+def _account_above(died: ActorDeath, deaths: Sequence[Death], line: int) -> Death | None:
+    """Ray's account of an actor's death pasted alone above the exception that names the
+    actor (whose own message stops before any account): that actor's account."""
+    if died.process == MAIN or not died.message.startswith("The actor died unexpectedly"):
+        return None
+    return next(
+        (
+            d
+            for d in deaths
+            if d.line < line and d.process == MAIN and d.message.startswith("The actor is dead")
+        ),
+        None,
+    )
 
 
 def _introduces(d: Death, tbs: Sequence[Traceback]) -> bool:

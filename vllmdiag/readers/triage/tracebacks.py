@@ -63,6 +63,8 @@ _OTHER_FRAME = re.compile(
 )
 #: A piece of a path that a box wrapped (the rest, with ``:line in func``, is next).
 _PATH_PIECE = re.compile(r"^[^\s:│]*/[^\s:│]*$")
+#: A statement that raises, unindented (``assert x > 0``, ``raise ValueError(``).
+_STATEMENT = re.compile(r"^(?:assert|raise) \S")
 #: IPython's arrow at the line that raised (``----> 3 llm = LLM(..)``).
 _ARROW = re.compile(r"^-+> ?\d+ ")
 #: An exception line: its type (a C++ one namespaced: ``c10::AcceleratorError``), then its
@@ -286,6 +288,11 @@ class TracebackParser:
         if _ARROW.match(stripped):
             self.traceish[key] = line.number  # IPython's arrow at a source line
             return False
+        if _STATEMENT.match(line.text):
+            # the source line that raised, its indent lost with the paste (``assert
+            # all(..)`` above a bare ``AssertionError``)
+            self.traceish[key] = line.number
+            return False
         indented = line.text[:1] in (" ", "\t")
         near = self.traceish.get(key, -9) >= line.number - 2
         if indented:
@@ -376,6 +383,8 @@ class TracebackParser:
             st.frames = frames
         st.exc_type, st.exc_lines, st.exc_line, st.kind = typ, [msg], line.number, kind
         st.state = "after"
+        # the type alone, no colon (a bare ``AssertionError``): no message to go on
+        st.bare = not msg and kind == "exception" and not line.text.rstrip().endswith(":")
         self.open[key] = st
         remote = _REMOTE.search(typ) or (typ.endswith("ActorDiedError") and _CREATION in msg)
         if remote:
@@ -501,6 +510,11 @@ class TracebackParser:
         if st.block and not st.exc_lines and not indented and _NEW.match(stripped) is None:
             st.exc_lines.append(stripped)  # the message, on the line below its type
             return True
+        if indented and not st.frames and not st.block and _another_exception(stripped):
+            # an exception line under one quoted without frames (the error, then a
+            # process's relay of it): another error, not this one's message
+            self._finish(key, complete=True)
+            return self._outside(key, line, stripped)
         if (indented and (not st.blank or st.block)) or (
             not indented and self._continues(st, line, stripped)
         ):

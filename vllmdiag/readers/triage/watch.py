@@ -28,7 +28,7 @@ _FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ sec
 #: LLM.generate's progress bar; tqdm redraws it in place, so the last draw on a line counts.
 _PROGRESS = "Processed prompts:"
 _ALL_DONE = re.compile(r"^\s*100%\|")
-_CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/]*): error: (?P<msg>.+)$")
+_CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/<>\[\]]*): error: (?P<msg>.+)$")
 #: A command line refused without the program's name: clap's (uv, ruff, rust programs:
 #: ``error: unexpected argument '--x' found``), and argparse's own messages where the
 #: paste lost the ``prog:`` in front of them (and the usage line above).
