@@ -39,14 +39,12 @@ _RELAY_WORDS = re.compile(
     r"|[Cc]ould not)\b|[a-z]Exception(?::| -) ?$"
 )
 _SEPARATOR = re.compile(r"(?::| -) ?(?=\S)")
-#: An HTTP error body pretty-printed over lines: the ``"type"`` line that names the
-#: exception (its ``"message"`` line is ``httperrors.BODY_LINE``).
-_BODY_TYPE = re.compile(r'^"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))",?$')
-#: A paste that made the body's quotes typographic (``“message": ‘..”,``), by the same
-#: lines with every quote made plain.
+#: An HTTP error body pretty-printed over lines: its ``"message"`` line
+#: (``httperrors.BODY_LINE``, or read with its quotes plain where a paste made them
+#: typographic: ``“message": ‘..”,``) and the ``"type"`` line that names the exception.
 _PLAIN_QUOTES = str.maketrans("“”‘’", "\"\"''")
 _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
-_LOOSE_TYPE = re.compile(r"""^"type": ?['"](?P<type>[A-Z]\w*(?:Error|Exception))["'],?$""")
+_BODY_TYPE = re.compile(r"""^"type": ?['"](?P<type>[A-Z]\w*(?:Error|Exception))["'],?$""")
 #: The line as a user quoted it: in double quotes or backticks.
 _QUOTED = re.compile(r'^(?P<q>["“`])\s*(?P<inner>\S.*?)\s*["”`]$')
 _LONGEST = 2000
@@ -98,9 +96,8 @@ def known_alone(
         if body:
             # the message as pasted (the loose match read the line with its quotes plain)
             msg = text[body.start("msg") : body.end("msg")]
-            pattern = _BODY_TYPE if body.re is BODY_LINE else _LOOSE_TYPE
             later = (
-                pattern.match(k.text.strip().translate(_PLAIN_QUOTES))
+                _BODY_TYPE.match(k.text.strip().translate(_PLAIN_QUOTES))
                 for k in ending
                 if k.number > line.number
             )

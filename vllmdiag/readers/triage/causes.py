@@ -24,7 +24,6 @@ _RAY_ACTOR = re.compile(r"ray::(?P<actor>\w+)\.[\w.]+\(\) \(pid=(?P<pid>\d+)")
 #: torch's compile wrappers that carry, in their own message, the error that ended the
 #: run (``torch._dynamo.exc.InternalTorchDynamoError: ImportError: ..``): that error's line.
 _CARRIER = re.compile(r"(?:^|\.)InternalTorchDynamoError$")
-_CARRIED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$", re.S)
 #: Lines a logger writes above a traceback that announce it without saying what failed,
 #: and progress lines (``Starting ...``): never a root cause by themselves.
 _STOCK = re.compile(
@@ -222,7 +221,7 @@ def from_link(
     if raised_in:
         why.append(f"raised in {_in_words(raised_in)}")
     typ, message = link.type, link.message
-    carried = _CARRIED.match(message) if _CARRIER.search(typ) else None
+    carried = relays.TYPED_WORDS.match(message) if _CARRIER.search(typ) else None
     if carried is not None:
         why.append(f"the error torch's {link.short_type} carries")
         typ, message = carried["type"], carried["msg"]

@@ -29,8 +29,6 @@ _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt
 _REPR_END = re.compile(
     r"\b(?P<type>[A-Z]\w*(?:Error|Exception))\((?P<q>['\"])(?P<msg>.*)(?P=q)\)\s*$"
 )
-#: torch's compile wrapper with the backend's error joined to its message.
-_COMPILER = re.compile(r"backend='[^']+' raised:\s*(?P<type>[A-Za-z_][\w.]*): (?P<msg>\S.*)", re.S)
 
 
 def quoted(link: Link) -> tuple[str, str] | None:
@@ -40,9 +38,6 @@ def quoted(link: Link) -> tuple[str, str] | None:
     o = _ORIGINAL.search(link.message)
     if o:
         return o["type"], o["msg"]
-    compiler = _COMPILER.search(link.message)
-    if compiler:
-        return compiler["type"], compiler["msg"]
     labelled = _LABELLED.search(link.message)
     if labelled:
         return quoted_body(labelled["msg"]) or ("", labelled["msg"])

@@ -78,7 +78,8 @@ _PROSE_ERROR = re.compile(
     r"|[Hh]ere is|[Hh]ere's)"
     r" (?:the |this |an |a |following )?(?:error|exception)[:：] (?P<msg>[A-Za-z]\S*(?: \S+)+)$"
 )
-_TYPED_WORDS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$")
+#: An error's own line, typed (its message may go on over lines: ``.`` takes them).
+TYPED_WORDS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$", re.S)
 #: An exception line a user's sentence in Chinese or Japanese runs straight into, no space
 #: between (``vllm部署报错ValueError: ..``: "deploying vllm reports an error").
 _CJK_TYPED = re.compile(
@@ -327,7 +328,7 @@ def _lazy_import(line: Line, text: str, error_record: bool) -> Relay | None:
     z = _LAZY_IMPORT.match(text) if "look up to see its traceback" in text else None
     if z is None or "because of the following error" in z["msg"]:
         return None
-    typed = _TYPED_WORDS.match(z["msg"])
+    typed = TYPED_WORDS.match(z["msg"])
     if typed:
         return Relay(line.number, line.process, typed["type"], typed["msg"])
     return Relay(line.number, line.process, "", z["msg"])
@@ -476,7 +477,7 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
     prose = _PROSE_ERROR.search(text)
     if prose:
         said = prose["msg"].strip()
-        typed = _TYPED_WORDS.match(said)
+        typed = TYPED_WORDS.match(said)
         if typed:  # ``which throws error: ValueError: ..``: the type is the error's own
             return Relay(line.number, line.process, typed["type"], typed["msg"], own=True)
         return Relay(line.number, line.process, "", said, own=True)
@@ -489,7 +490,10 @@ def _error_dict(line: Line, text: str, error_record: bool) -> Relay | None:
     return Relay(line.number, line.process, "", text) if _ERROR_DICT.match(text) else None
 
 
-def _caught(line: Line, text: str, error_record: bool) -> Relay | None:
+def _framework_relay(line: Line, text: str, error_record: bool) -> Relay | None:
+    """A framework's record of an error it caught (Chatchat's ``Caught exception:``), a
+    request it aborted (LibreChat's), or a provider's error it mapped (LiteLLM's, where no
+    HTTP body in the line is read as one)."""
     c = _CAUGHT.search(text)
     if c:
         return Relay(line.number, line.process, c["type"], c["msg"])
@@ -527,7 +531,7 @@ _READERS: tuple[_Reader, ...] = (
     _escaped,
     _backticked,
     _pip,
-    _caught,
+    _framework_relay,
     _gave_up,
     _native_record,
     _relayed_untyped,
