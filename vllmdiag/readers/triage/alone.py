@@ -23,8 +23,13 @@ from vllmdiag.readers.triage.lines import Line, is_error_record
 from vllmdiag.readers.triage.relays import Relay
 
 #: The error's type and message; a user may have put the type in backticks
-#: (```ModuleNotFoundError` : No module named ..``).
-_TYPED = re.compile(r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))`? ?: (?P<msg>\S.*)$")
+#: (```ModuleNotFoundError` : No module named ..``), or retyped a builtin's name with a
+#: space in it (``Import Error: cannot import name ..``: the type as printed).
+_TYPED = re.compile(
+    r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)|(?:Import|Value|Type|Attribute|Runtime"
+    r"|Key|Index|Assertion|Name|OS|Memory|ModuleNotFound|NotImplemented|FileNotFound"
+    r"|Permission|Connection|Timeout) Error)`? ?: (?P<msg>\S.*)$"
+)
 #: A program's label before its error (pip's ``ERROR: No matching distribution ..``, a
 #: logger's bare ``ERROR - ``), or a user's number in a list of errors (``2. ImportError:``).
 _LABEL = re.compile(r"^(?:(?:ERROR|Error|error)(?::| -)|\d{1,2}[.)]) +(?=\S)")

@@ -164,6 +164,8 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "unsloth_zoo",
         "smolagents",
         "graphrag",
+        # ipex-llm's own vLLM front end (ipex_llm/vllm/xpu/entrypoints/openai/api_server.py)
+        "ipex_llm",
     }
 )
 #: Companion packages of the vLLM organisation that are released with each vLLM release
@@ -198,6 +200,7 @@ PROJECT_NAMES: dict[str, frozenset[str]] = {
     "open_instruct": frozenset({"open-instruct"}),
     "prime_rl": frozenset({"prime-rl"}),
     "open_r1": frozenset({"open-r1"}),
+    "ipex_llm": frozenset({"ipex-llm"}),
     "agentlightning": frozenset({"agent-lightning"}),
     "xinference": frozenset({"inference"}),
     "ray": frozenset({"ray-llm", "ray-serve"}),

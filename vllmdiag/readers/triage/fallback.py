@@ -24,6 +24,9 @@ _REQUEST_FAILED = re.compile(
 )
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
+#: PaddleX's record of the error one of its pipeline's workers got (``RuntimeError:
+#: Exception from the 'vlm' worker: Connection error.``, its VL model's client's).
+_WORKER_GOT = re.compile(r"^Exception from the '[\w.-]+' worker: (?P<msg>\S.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>.+)$")
 #: The server's error as its repr, at the end of an HTTP client's exception.
 _REPR_END = re.compile(
@@ -38,6 +41,10 @@ def quoted(link: Link) -> tuple[str, str] | None:
     o = _ORIGINAL.search(link.message)
     if o:
         return o["type"], o["msg"]
+    got = _WORKER_GOT.match(link.message)
+    if got:
+        t = _TYPED.match(got["msg"])
+        return (t["type"], t["msg"]) if t else ("", got["msg"])
     labelled = _LABELLED.search(link.message)
     if labelled:
         return quoted_body(labelled["msg"]) or ("", labelled["msg"])

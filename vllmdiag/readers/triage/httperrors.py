@@ -26,6 +26,8 @@ _JS_HTTP_STATUS = re.compile(
     r"\b(?:(?P<type>Error|\w+Error)|ERROR): "
     r"(?P<msg>(?:[\w ]{1,40}: )?[45]\d\d status code\b.*?)[\"”]?\.?$"
 )
+#: The same status pasted alone, without the client's label (``400 status code (no body)``).
+_BARE_JS_STATUS = re.compile(r"^(?P<msg>[45]\d\d status code\b.*?)\.?$")
 #: A client's record of the status a server answered (goose's ``Request failed: Request
 #: failed with status: 422 Unprocessable Entity``, Xinference's client's ``Server error:
 #: 400 - <the server's message>``).
@@ -61,6 +63,11 @@ _JSON_BODY = re.compile(
 #: "BadRequestError", ..}}``; the message is JSON, its escapes read.
 _JSON_NESTED = re.compile(
     r'\{"error": ?\{"message": ?"(?P<msg>(?:[^"\\]|\\.)*)", ?"type": ?"(?P<type>[^"]*)"'
+)
+#: The body as Python prints the dict a client decoded (``{'object': 'error', 'message':
+#: '..', 'type': 'BadRequestError', ..}``), pasted without the status before it.
+_REPR_BODY = re.compile(
+    r"^\{'object': 'error', 'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
 )
 _ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
 _JSON_ERROR = re.compile(
@@ -146,6 +153,9 @@ def status(text: str) -> Said | None:
     j = _JS_HTTP_STATUS.search(text) if "status code" in text else None
     if j:
         return j["type"] or "", j["msg"], False
+    bare = _BARE_JS_STATUS.match(text) if "status code" in text else None
+    if bare:
+        return "", bare["msg"], False
     r = _REQUEST_STATUS.search(text) if "Request failed" in text else None
     if r:
         return "", r["msg"], False
@@ -171,7 +181,7 @@ def body(text: str) -> Said | None:
     """The error an HTTP error body holds, as a client logs it: OpenAI's client, vLLM's
     ``ErrorInfo``, a JSON ``{"error": "Type : msg"}``, OpenAI's body without a type, a
     JSON body on one line."""
-    for pattern in (_OPENAI_BODY, _ERROR_INFO, _JSON_ERROR):
+    for pattern in (_OPENAI_BODY, _REPR_BODY, _ERROR_INFO, _JSON_ERROR):
         b = pattern.search(text)
         if b:
             return b["type"], b["msg"].strip(), False

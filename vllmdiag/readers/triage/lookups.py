@@ -51,6 +51,10 @@ _VLLM_INTERNAL = re.compile(
     r"|KVCacheManager|KVCacheCoordinator)|MistralTokenizer|TokenizerGroup)' object has no "
     r"attribute '(?P<attr>\w+)'"
 )
+#: One of a vLLM platform plugin's own classes (vllm-ascend names its ops and layers
+#: ``Ascend*``: ``AscendRotaryEmbedding``) lacking an attribute: only the plugin's code
+#: asks its own classes, so the asker is the plugin even with no frame in view.
+_ASCEND_CLASS = re.compile(r"^'(?P<cls>Ascend[A-Z]\w*)' object has no attribute '(?P<attr>\w+)'")
 #: A library's processor or tokenizer (transformers') lacking what vLLM's code reads
 #: from it: the installed release of that library is not the one this vLLM expects.
 #: vLLM's own tokenizer classes are not a library's.
@@ -105,6 +109,14 @@ def lookup_blame(
                 "vllm",
                 f"{internal['cls']} is one of vLLM's internal classes (or its platform "
                 f"plugin's), and only their own code asks it for '{internal['attr']}'",
+            )
+        plugin = _ASCEND_CLASS.match(message)
+        if plugin is not None:
+            return (
+                "dependency",
+                "vllm-ascend",
+                f"{plugin['cls']} is one of vllm-ascend's own classes, and only vllm-ascend's "
+                f"code asks it for '{plugin['attr']}'",
             )
         return None
     library = _LIBRARY_OBJECT.match(message)

@@ -97,6 +97,21 @@ _ABORTED = re.compile(r"\bAI response error; aborting request: (?P<msg>\S.*)$")
 #: LiteLLM's exception mapping a provider's error, as a framework prints it
 #: (``Exception litellm.APIError: APIError: Hosted_vllmException - Connection error``).
 _LITELLM = re.compile(r"\blitellm\.\w+: (?:\w+: )?[A-Z]\w*Exception - (?P<msg>\S.*)$")
+#: vLLM's server's record that the chat template could not be applied to a request, the
+#: error after its words (a pydantic validation of the messages, the template's refusal).
+_CHAT_TEMPLATE = re.compile(r"^Error in applying chat template from request: (?P<msg>\S.*)$")
+#: pytest's short summary of a failed test (``FAILED tests/x.py::test_y[p] - AssertionError:
+#: ..``): the test's error, typed; the frame that raised it is not in view.
+_PYTEST_SUMMARY = re.compile(
+    r"^(?:FAILED |ERROR )?\S+\.py::[^\s\[]+(?:\[[^\]]*\])? - "
+    r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (?P<msg>\S.*)$"
+)
+#: The C++ runtime's report of an exception nothing caught (``terminate called after
+#: throwing an instance of 'std::length_error'``), its ``what():`` on the next line: that
+#: exception, typed, before the abort it causes.
+_TERMINATE = re.compile(
+    r"^terminate called after throwing an instance of '(?P<type>[A-Za-z_][\w:]*)'$"
+)
 #: browser-use's record that the agent's step failed, the error on the next line
 #: (``❌ Result failed 1/3 times:``, then `` Internal Server Error``).
 _STEP_FAILED = re.compile(r"\bResult failed \d+/\d+ times:\s*(?P<msg>.*)$")
@@ -191,11 +206,13 @@ _SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpec
 #: daemon: ..``; a build's without the program's name): the daemon's message goes on over
 #: the next lines.
 _DOCKER = re.compile(r"^(?:docker: )?(?P<msg>Error response from daemon: \S.*)$")
-#: Docker Compose's record that a service's container never became healthy, and gcloud's
+#: Docker Compose's record that a service's container never became healthy or exited
+#: (``container vllm-service exited (1)``), and gcloud's
 #: that a Cloud Run container did not start (``ERROR: (gcloud.run.deploy) The
 #: user-provided container failed to start ..``): the process is the command it names.
-_COMPOSE_UNHEALTHY = re.compile(
-    r"^[\"“]?(?P<msg>dependency failed to start: container \S+ is unhealthy)[\"”]?$"
+_COMPOSE_NOT_STARTED = re.compile(
+    r"^[\"“]?(?P<msg>dependency failed to start: container \S+ (?:is unhealthy|exited \(\d+\)))"
+    r"[\"”]?$"
 )
 _GCLOUD = re.compile(r"^(?:ERROR: )?\((?P<proc>gcloud[\w.-]*)\) (?P<msg>\S.*)$")
 #: A serving platform's record that its model server did not start, and why (KServe's
@@ -354,7 +371,7 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     api = _API_ERROR.search(text) if "API error: " in text else None
     if api:
         return Relay(line.number, line.process, "", api["msg"])
-    c = _COMPOSE_UNHEALTHY.match(text)
+    c = _COMPOSE_NOT_STARTED.match(text)
     if c:
         return Relay(line.number, line.process, "", c["msg"])
     g = _GCLOUD.match(text)
@@ -510,6 +527,25 @@ def _step_failed(line: Line, text: str, error_record: bool) -> Relay | None:
     return Relay(line.number, line.process, "", s["msg"], continues=True) if s else None
 
 
+def _chat_template(line: Line, text: str, error_record: bool) -> Relay | None:
+    c = _CHAT_TEMPLATE.match(text) if error_record else None
+    if c is None:
+        return None
+    return Relay(line.number, line.process, "", c["msg"], context=text[: c.start("msg")])
+
+
+def _pytest_summary(line: Line, text: str, error_record: bool) -> Relay | None:
+    p = _PYTEST_SUMMARY.match(text)
+    return Relay(line.number, line.process, p["type"], p["msg"], own=True) if p else None
+
+
+def _terminate(line: Line, text: str, error_record: bool) -> Relay | None:
+    t = _TERMINATE.match(text)
+    if t is None:
+        return None
+    return Relay(line.number, line.process, t["type"], "", own=True, continues=True)
+
+
 def _ray_oom(line: Line, text: str, error_record: bool) -> Relay | None:
     o = _RAY_OOM_ADVICE.match(text)
     return Relay(line.number, line.process, "", o["msg"]) if o else None
@@ -545,6 +581,9 @@ _READERS: tuple[_Reader, ...] = (
     _labelled,
     _error_dict,
     _step_failed,
+    _chat_template,
+    _pytest_summary,
+    _terminate,
     _ray_oom,
     _localized,
     _failed_record,

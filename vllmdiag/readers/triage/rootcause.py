@@ -60,6 +60,8 @@ WRAPPER = re.compile(
     # frameworks' summaries of a failure whose own error they printed before: distilabel's
     # pipeline, LiteLLM's mapping of a provider's error (``VLLMException - <its message>``)
     r"|Failed to load all the steps"
+    # PaddleX's record of the error one of its pipeline's workers got
+    r"|^\w*Error: Exception from the '[\w.-]+' worker: "
     r"|^litellm\.[\w.]*Error: .*?\b[A-Z]\w*Exception - "
     # Ray's wrappers of what failed in an actor's constructor or a Ray Data UDF, whose own
     # traceback follows (``raise .. from e``)

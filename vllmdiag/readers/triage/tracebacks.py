@@ -272,6 +272,8 @@ class TracebackParser:
             self.piece.clear()
             self.orphan_start.clear()
             self.orphan_indent.clear()
+        if not self.orphans.get(key):
+            self._untagged_below(key, line, stripped)
         frame = self._frame_of(key, line, stripped)
         if frame is not None:
             # how deep the frames are indented: the last one's (a paste's first line may
@@ -337,6 +339,24 @@ class TracebackParser:
         # an error record, or raw output (what Python's excepthook and print write)
         self.last_error[key] = is_error_record(line) or (line.level is None and not line.record)
         return False
+
+    def _untagged_below(self, key: tuple[str, bool], line: Line, stripped: str) -> None:
+        """An exception line right below frames that a paste gave a prefix it did not give
+        the exception line, or the other way round (vLLM's ``ERROR .. engine.py:380]`` on
+        the frames and not on the line that ends them; an untagged ``File`` line above
+        ``[rank0]:`` source and exception lines): those frames become this stream's, so
+        they own the exception. One of the two is untagged: tagged processes interleave."""
+        m = _EXC.match(stripped)
+        if m is None or not m["msg"] or not _EXC_NAME.search(m["type"].rsplit(".", 1)[-1]):
+            return
+        for other, frames in list(self.orphans.items()):
+            near = self.traceish.get(other, -9) >= line.number - 2
+            if frames and other != key and near and MAIN in (key[0], other[0]):
+                self.orphans[key] = self.orphans.pop(other)
+                self.orphan_start[key] = self.orphan_start.pop(other, line.number)
+                self.orphan_indent[key] = self.orphan_indent.pop(other, 0)
+                self.traceish[key] = self.traceish.pop(other)
+                return
 
     def _orphaned(self, key: tuple[str, bool]) -> None:
         """The stream's orphan frames end without an exception line: when an error

@@ -80,6 +80,8 @@ _NOT_A_CLI = frozenset(
 _WARNING_HEAD = re.compile(r"\b[A-Z]\w*Warning: .*:\s*$")
 #: How many lines a relayed message may go on over (Docker's daemon answer).
 _CONTINUATION = 4
+#: The C++ runtime's label of an uncaught exception's message, under its type.
+_WHAT = re.compile(r"^what\(\):\s+")
 
 
 class Watch:
@@ -207,7 +209,8 @@ class Watch:
         self._continuing -= 1
         if not self.relay.message:  # the relay's record said only that: the next line is it
             self._continuing = 0
-            self.relay = dataclasses.replace(self.relay, message=text.strip())
+            message = _WHAT.sub("", text.strip())  # C++'s ``what():  <message>``
+            self.relay = dataclasses.replace(self.relay, message=message)
             return
         if pydantic and "[type=" in text:
             self._continuing = 0
