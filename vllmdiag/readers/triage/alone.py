@@ -50,8 +50,9 @@ _SEPARATOR = re.compile(r"(?::| -) ?(?=\S)")
 _PLAIN_QUOTES = str.maketrans("“”‘’", "\"\"''")
 _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
 _BODY_TYPE = re.compile(r"""^"type": ?['"](?P<type>[A-Z]\w*(?:Error|Exception))["'],?$""")
-#: The line as a user quoted it: in double quotes or backticks.
-_QUOTED = re.compile(r'^(?P<q>["“`])\s*(?P<inner>\S.*?)\s*["”`]$')
+#: The line as a user quoted it: in double quotes or backticks, each closed by its own
+#: kind (a line that opens with a backticked name and ends with a quoted word is no quote).
+_QUOTED = re.compile(r'^(?:["“]\s*(?P<inner>\S.*?)\s*["”]|`\s*(?P<ticked>\S.*?)\s*`)$')
 _LONGEST = 2000
 #: The fewest characters of the line the catalogue's pattern must match: its words, not
 #: a word that also names a signal (``Aborted``).
@@ -89,7 +90,7 @@ def known_alone(
         text = line.text.strip()
         quoted = _QUOTED.match(text)
         if quoted:
-            text = quoted["inner"]
+            text = quoted["inner"] or quoted["ticked"]
         if not text or len(text) > _LONGEST or _SOURCE.match(text):
             continue
         if skip.search(text) or _ELSEWHERE.search(text):

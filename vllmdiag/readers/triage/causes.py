@@ -332,7 +332,10 @@ def from_relay(ev: Evidence, cat: Catalogue, cut: Traceback | None = None) -> Ro
         )
     message = r.message
     if r.pip and ev.pip_causes:
-        message += f" {ev.pip_causes}"
+        # a report whose header the paste cut starts with its own first cause
+        message = (
+            ev.pip_causes if ev.pip_causes.startswith(message) else f"{message} {ev.pip_causes}"
+        )
         why += "; pip's list of what conflicts follows it"
     return _cause(
         cat,

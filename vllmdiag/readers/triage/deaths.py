@@ -167,6 +167,18 @@ RULES: tuple[_Rule, ...] = (
         "unknown",
     ),
     _Rule(re.compile(r"EngineCore encountered a fatal error"), "weak", "vllm"),
+    # RunPod's record that a serverless worker's process exited (``0s0n9esxgd0u45[error]
+    # worker exited with exit code 136``): that worker, by its id, died
+    _Rule(
+        re.compile(
+            r"^(?P<worker>[a-z0-9]{12,20})\[error\]\s*"
+            r"(?P<signal>worker exited with exit code -?\d+)"
+        ),
+        "strong",
+        "unknown",
+        _named("worker"),
+        from_match=True,
+    ),
     # torch elastic's report of the child that failed first (``traceback : Signal 6
     # (SIGABRT) received by PID 20297``): that child died of the signal; its rank is on
     # the report's ``rank :`` line above

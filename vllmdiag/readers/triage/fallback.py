@@ -18,9 +18,11 @@ _ORIGINAL = re.compile(
     r"find the original error: (?P<type>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*?)(?P=q)\)"
 )
 #: A client's exception whose message is the status the server answered (``Request
-#: failed: 404, ..``; Google's ``400 Model server exited unexpectedly.``).
+#: failed: 404, ..``; rLLM's router's ``API request failed with status 500: ..``; Google's
+#: ``400 Model server exited unexpectedly.``).
 _REQUEST_FAILED = re.compile(
-    r"^(?:Request failed: [45]\d\d\b|[45]\d\d [A-Z]|Error code: [45]\d\d$)"
+    r"^(?:Request failed: [45]\d\d\b|API request failed with status [45]\d\d\b|[45]\d\d [A-Z]"
+    r"|Error code: [45]\d\d$)"
 )
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")

@@ -65,9 +65,10 @@ _JSON_NESTED = re.compile(
     r'\{"error": ?\{"message": ?"(?P<msg>(?:[^"\\]|\\.)*)", ?"type": ?"(?P<type>[^"]*)"'
 )
 #: The body as Python prints the dict a client decoded (``{'object': 'error', 'message':
-#: '..', 'type': 'BadRequestError', ..}``), pasted without the status before it.
+#: '..', 'type': 'BadRequestError', ..}``, or without its ``object``), pasted without the
+#: status before it.
 _REPR_BODY = re.compile(
-    r"^\{'object': 'error', 'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
+    r"\{(?:'object': 'error', )?'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
 )
 _ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
 _JSON_ERROR = re.compile(
@@ -77,7 +78,7 @@ _JSON_ERROR = re.compile(
 _JSON_RECORD_LEVEL = re.compile(r'"level": ?"(?:ERROR|CRITICAL|FATAL)"')
 _JSON_RECORD_MESSAGE = re.compile(r'"message": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
 SAYS_WHAT_FAILED = re.compile(
-    r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied"
+    r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied|timed out"
 )
 #: An error body pretty-printed over lines: its ``"message": ".."`` line.
 BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
@@ -86,7 +87,8 @@ BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
 _API_ERROR_JSON = re.compile(r'\berror \d{3}: \{.*?"message": ?"(?P<msg>(?:[^"\\]|\\.)+)')
 #: vLLM's answer to a request longer than the model's context, as a client relays it.
 _CONTEXT = re.compile(
-    r"This model's maximum context length is \d+ tokens\. However, you requested \d+ tokens.*"
+    r"This model's maximum context length is \d+ tokens\. However, you requested \d+ (?:output )?"
+    r"tokens.*"
 )
 _OPENAI_TYPE = re.compile(r"'type': '(?P<type>\w+Error)'")
 

@@ -354,6 +354,12 @@ def _normalise(raw: str, number: int) -> Line:
     level: str | None = None
     record: str | None = None
     lg = px.LOGGER.match(text)
+    if lg is None and text[:1] == " ":
+        # a paste that indented every line (a list item's code block): vLLM's whole prefix,
+        # its file tag included, still opens the record
+        whole = px.LOGGER.match(text.lstrip(" "))
+        if whole is not None and "]" in whole.group():
+            text, lg = text.lstrip(" "), whole
     if lg:
         level = lg["level"] or px.CUT_LEVELS[lg["cut"]]
         level = "WARNING" if level == "WARN" else level

@@ -42,13 +42,15 @@ _VLLM_PRIVATE = re.compile(
 
 
 #: One of vLLM's internal classes (attention metadata, runners, workers, scheduler
-#: output, its own tokenizer wrappers) lacking an attribute: only vLLM's code (or the
+#: output, the forward context and its data-parallel metadata, its own tokenizer
+#: wrappers) lacking an attribute: only vLLM's code (or the
 #: platform plugin that subclasses it) asks for one, so the asker is vLLM even with no
 #: frame in view.
 _VLLM_INTERNAL = re.compile(
     r"^'(?P<cls>\w*(?:AttentionMetadata(?:Builder)?|AttentionImpl|AttentionBackend"
     r"|ModelRunner\w*|ModelInput\w*|WorkerWrapper\w*|SchedulerOutput|InputBatch"
-    r"|KVCacheManager|KVCacheCoordinator)|MistralTokenizer|TokenizerGroup)' object has no "
+    r"|KVCacheManager|KVCacheCoordinator|DPMetadata|ForwardContext)|MistralTokenizer"
+    r"|TokenizerGroup)' object has no "
     r"attribute '(?P<attr>\w+)'"
 )
 #: One of a vLLM platform plugin's own classes (vllm-ascend names its ops and layers

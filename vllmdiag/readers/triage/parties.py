@@ -78,8 +78,12 @@ def blame_text(origin: str, package: str | None, why: str | None) -> str:
 
 
 def frames_of(files: Sequence[str], funcs: Sequence[str], tool_dirs: Sequence[str]) -> list[Frame]:
-    out = []
+    out: list[Frame] = []
     for i, f in enumerate(files):
+        if f == "<string>" and out and out[-1].place == "dependency":
+            # code a library ran from a string (setuptools running the setup.py of a
+            # package pip builds): the library's, not a script of the user's
+            continue
         place, package = classify(f, tool_dirs)
         if place is not None:
             out.append(Frame(place, package, f, funcs[i] if i < len(funcs) else ""))

@@ -111,7 +111,8 @@ LOGGER = re.compile(
     r"|(?=[A-Z][\w.]*(?:Error|Exception): ))"
 )
 
-#: Loggers of the programs around vLLM: glog/c10 (``[E1001 16:06:04.5 file.cpp:607]``),
+#: Loggers of the programs around vLLM: glog/c10 (``[E1001 16:06:04.5 file.cpp:607]``, and
+#: the ``[c10d]`` tag torch's distributed store puts after it),
 #: Go's klog (llm-d, kserve's Go side: ``E0612 10:00:00.123456   1 server.go:45]``; glog
 #: from 0.7 puts the year in: ``E20260106 06:43:02.966156  5793 transport.cpp:820]``),
 #: Ray's C++ logger, dynamo (``ERROR core.run_engine_core:``), xinference, Python's
@@ -124,7 +125,7 @@ LOGGER = re.compile(
 #: Serve's ``ERROR 2024-09-19 08:23:55,732 controller 528 deployment_state.py:681 - ``,
 #: and vLLM's own prefix cut to its file tag (``[serving_chat.py:1001] ``).
 FOREIGN = re.compile(
-    r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?"
+    r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?(?:\[c10d\] )?"
     r"|[EWIF](?:\d{4})?\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ [\w./-]+:\d+\] "
     rf"|(?:{_LEVELS}):[\w.]+:(?=\S)"
     rf"|\[(?:{_LEVELS})\|[\d-]+ [\d:,.]+\] [\w./-]+:\d+ >> "

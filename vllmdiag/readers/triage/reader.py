@@ -69,6 +69,7 @@ LITERALS: tuple[bytes, ...] = (
     b"nrecognized option",
     b"access model",  # RAGFlow relaying its model call's error
     b" status code",  # the OpenAI JavaScript client's ``400 status code (no body)``, alone
+    b"which is incompatible",  # pip's report of what an install broke, its header cut
     # errors pasted without their type: vLLM's KV-cache check, a missing module, a
     # compiled extension's unresolved symbol, the end of Ray's out-of-memory report
     b"stored in KV cache",

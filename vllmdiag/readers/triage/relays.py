@@ -37,9 +37,10 @@ _TYPED = re.compile(
     r"(?: [^:]*?[.?!])? (?P<type>[A-Z]\w*(?:Error|Exception)): (?P<msg>\S.*)$"
 )
 #: A failure phrase quoting the exception's repr (vLLM's ``Failed to import from vllm._C
-#: with ImportError('..: undefined symbol: ..')``, logged as a warning).
+#: with ImportError('..: undefined symbol: ..')``, or after a colon: ``.. vllm._C:
+#: ModuleNotFoundError("No module named 'vllm._C'")``, logged as a warning).
 _REPR = re.compile(
-    r"\b[Ff]ailed to [\w' .-]+? with (?P<type>[A-Z]\w*(?:Error|Exception))"
+    r"\b[Ff]ailed to [\w' .-]+?(?: with|:) (?P<type>[A-Z]\w*(?:Error|Exception))"
     r"\((?P<q>['\"])(?P<msg>.+?)(?P=q)\)"
 )
 #: A program's fatal error line, Go's cobra, Rust's anyhow and click print it so:
@@ -97,6 +98,15 @@ _ABORTED = re.compile(r"\bAI response error; aborting request: (?P<msg>\S.*)$")
 #: LiteLLM's exception mapping a provider's error, as a framework prints it
 #: (``Exception litellm.APIError: APIError: Hosted_vllmException - Connection error``).
 _LITELLM = re.compile(r"\blitellm\.\w+: (?:\w+: )?[A-Z]\w*Exception - (?P<msg>\S.*)$")
+#: The OpenAI client before 1.0 quoting a body that a paste broke over the lines below
+#: (``Invalid response object from API:``, then ``'{"object":"error","message":"..``).
+_BODY_BELOW = re.compile(r"\b(?P<msg>Invalid response object from API:)\s*$")
+#: A serving platform's runner that gave up on the process it started (Modal's ``Runner
+#: failed with exception: Runner has been initializing for too long: 300 seconds``), and
+#: vllm-omni's record of a stage's error on a request (``Stage 0 error on request <id>:
+#: list index out of range``): the error after their words.
+_RUNNER_FAILED = re.compile(r"^Runner failed with exception: (?P<msg>\S.*)$")
+_STAGE_ERROR = re.compile(r"\bStage \d+ error on request \S+: (?P<msg>\S.*)$")
 #: vLLM's server's record that the chat template could not be applied to a request, the
 #: error after its words (a pydantic validation of the messages, the template's refusal).
 _CHAT_TEMPLATE = re.compile(r"^Error in applying chat template from request: (?P<msg>\S.*)$")
@@ -187,12 +197,14 @@ _BACKTICK_ARGS = re.compile(
     r" [^`]+?)(?:`|$)"
 )
 #: pip's resolver giving up (the ``ResolutionImpossible`` line follows, naming no package),
-#: or its report, after an install it went through with, of what now conflicts.
+#: or its report, after an install it went through with, of what now conflicts (its first
+#: ``x requires y, but you have z`` line where the paste cut the report's header).
 _PIP_CONFLICT = re.compile(
     r"^(?:ERROR: )?(?P<msg>Cannot install .+? because these package versions have "
     r"conflicting dependencies\.|pip's dependency resolver does not currently take into "
     r"account all the packages that are installed\. This behaviour is the source of the "
-    r"following dependency conflicts\.)"
+    r"following dependency conflicts\.|[\w.-]+ [\w.+!*-]+ requires .+, but you have .+ which is "
+    r"incompatible\.)"
 )
 #: An HTTP proxy's own answer that the server behind it did not take the connection
 #: (Envoy's, in front of a Kubernetes deployment of vLLM).
@@ -206,6 +218,13 @@ _SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpec
 #: daemon: ..``; a build's without the program's name): the daemon's message goes on over
 #: the next lines.
 _DOCKER = re.compile(r"^(?:docker: )?(?P<msg>Error response from daemon: \S.*)$")
+#: The same answer relayed inside a platform's own words (OCI Data Science's ``Errors
+#: occurred while bootstrapping the Model Deployment: Start Container Error: ..: Error
+#: response from daemon: ..``).
+_DOCKER_RELAYED = re.compile(r"^\S.*?: (?P<msg>Error response from daemon: \S.*)$")
+#: CMake's error, its message on the indented lines under it (``CMake Error at
+#: CMakeLists.txt:108 (message):``, then ``  Can't find CUDA or HIP installation.``).
+_CMAKE = re.compile(r"^CMake Error(?: at \S+:\d+ \([\w ]+\))?:\s*(?P<msg>.*)$")
 #: Docker Compose's record that a service's container never became healthy or exited
 #: (``container vllm-service exited (1)``), and gcloud's
 #: that a Cloud Run container did not start (``ERROR: (gcloud.run.deploy) The
@@ -269,6 +288,9 @@ class Relay:
     #: a client's record of the error an HTTP server answered (a status, a body): the
     #: server's own record of it, where the log has one, is the error itself
     http: bool = False
+    #: the body the relay quotes is on the lines below it, broken over them: it is read
+    #: once it closes
+    body: bool = False
 
 
 #: One frame as pybind11 lists it after ``At:`` (innermost first): ``path(line): func``.
@@ -388,6 +410,12 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     d = _DOCKER.match(text)
     if d:
         return Relay(line.number, "docker", "", d["msg"], own=True, continues=True)
+    d = _DOCKER_RELAYED.match(text) if "daemon: " in text else None
+    if d:
+        return Relay(line.number, "docker", "", d["msg"])
+    m = _CMAKE.match(text)
+    if m:
+        return Relay(line.number, "cmake", "", m["msg"], own=True, continues=not m["msg"])
     v = _VLLM_GAVE_UP.match(text)
     return Relay(line.number, line.process, "", v["msg"]) if v else None
 
@@ -527,6 +555,18 @@ def _step_failed(line: Line, text: str, error_record: bool) -> Relay | None:
     return Relay(line.number, line.process, "", s["msg"], continues=True) if s else None
 
 
+def _body_below(line: Line, text: str, error_record: bool) -> Relay | None:
+    b = _BODY_BELOW.search(text)
+    if b is None:
+        return None
+    return Relay(line.number, line.process, "", b["msg"], continues=True, http=True, body=True)
+
+
+def _runner_or_stage(line: Line, text: str, error_record: bool) -> Relay | None:
+    r = _RUNNER_FAILED.match(text) or _STAGE_ERROR.search(text)
+    return Relay(line.number, line.process, "", r["msg"]) if r else None
+
+
 def _chat_template(line: Line, text: str, error_record: bool) -> Relay | None:
     c = _CHAT_TEMPLATE.match(text) if error_record else None
     if c is None:
@@ -581,6 +621,8 @@ _READERS: tuple[_Reader, ...] = (
     _labelled,
     _error_dict,
     _step_failed,
+    _body_below,
+    _runner_or_stage,
     _chat_template,
     _pytest_summary,
     _terminate,

@@ -72,6 +72,7 @@ WRAPPER = re.compile(
     r"|^(?:openai\.)?\w*Error: Error code: \d{3} - \{"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): (?:HTTP )?[45]\d\d - \{"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): Request failed: [45]\d\d\b"
+    r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): API request failed with status [45]\d\d\b"
     r"|^(?:openai\.(?:error\.)?)?APIError: Invalid response object from API: '\{"
     r"|^(?:openai\.)?\w*Error: Error code: [45]\d\d$"
     # Google's API client raising the status a service answered (``FailedPrecondition:

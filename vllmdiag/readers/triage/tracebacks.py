@@ -107,6 +107,7 @@ _NEW = re.compile(
     r"|-{8,}$|For simplicity, JAX has removed its internal frames"
     r"|(?:\.{3,}|…|\[\.\.\.\])$|\([\w -]*$"
     r"|Process finished with exit code"  # an IDE's note that the run ended
+    r"|error: subprocess-exited-with-error"  # pip's note under a build step's output
     r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
 )
 
@@ -299,15 +300,22 @@ class TracebackParser:
         near = self.traceish.get(key, -9) >= line.number - 2
         if indented:
             m = _EXC.match(stripped)
+            # its type alone, the message on the lines below (``RuntimeError:``)
+            alone = m is not None and m["msg"] is None and stripped.endswith(":")
             named = (
-                m is not None and bool(m["msg"]) and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1])
+                m is not None
+                and (bool(m["msg"]) or alone)
+                and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1])
             )
             indent = len(line.text) - len(line.text.lstrip())
             framed = bool(self.orphans.get(key)) and indent <= self.orphan_indent.get(key, -1)
             if m and named and (not near or framed):
                 # an exception line a paste indented (a quote block): with no frame near,
                 # or no deeper than the orphan frames above it (the whole paste indented)
-                self._headless(key, line, m["type"], m["msg"], near, "exception")
+                self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
+                if alone:
+                    self.open[key].exc_lines = []
+                    self.open[key].block = True
                 return True
         if not stripped or indented or stripped[:1] in "^~":
             if stripped:
@@ -533,6 +541,10 @@ class TracebackParser:
         if indented and not st.frames and not st.block and _another_exception(stripped):
             # an exception line under one quoted without frames (the error, then a
             # process's relay of it): another error, not this one's message
+            self._finish(key, complete=True)
+            return self._outside(key, line, stripped)
+        if indented and not st.block and _NEW.match(stripped):
+            # what starts something new, in a paste that indented every line
             self._finish(key, complete=True)
             return self._outside(key, line, stripped)
         if (indented and (not st.blank or st.block)) or (

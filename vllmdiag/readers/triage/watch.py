@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from vllmdiag.readers.triage import relays
+from vllmdiag.readers.triage import httperrors, relays
 from vllmdiag.readers.triage.callers import (
     FRAMEWORK_HINTS,
     WRAPPER_HINTS,
@@ -199,7 +199,8 @@ class Watch:
     def _goes_on(self, text: str) -> None:
         """A line of the relayed message that goes on (Docker's daemon answer), until a
         blank line; a pydantic message until its ``[type=..]`` part, blank lines and all;
-        a relay that said only that a step failed takes the next line as its message."""
+        a relay that said only that a step failed takes the next line as its message; an
+        HTTP body a paste broke over lines is read once it closes."""
         assert self.relay is not None
         pydantic = self.relay.type == relays.PYDANTIC_ERROR
         if not text.strip():
@@ -217,3 +218,10 @@ class Watch:
             text = text.split(" [type=", 1)[0]
         message = f"{self.relay.message} {text.strip()}"
         self.relay = dataclasses.replace(self.relay, message=message)
+        if self.relay.body and "}'" in text:  # the body the relay quotes has closed
+            said = httperrors.quoted_body(message)
+            self._continuing = 0
+            if said is not None:
+                self.relay = dataclasses.replace(
+                    self.relay, type=said[0], message=said[1], body=False
+                )
