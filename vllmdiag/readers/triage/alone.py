@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.causes import match
-from vllmdiag.readers.triage.httperrors import BODY_LINE
+from vllmdiag.readers.triage.httperrors import BODY_LINE, BODY_TYPE_LINE
 from vllmdiag.readers.triage.lines import Line, is_error_record
 from vllmdiag.readers.triage.relays import Relay
 
@@ -49,10 +49,12 @@ _SEPARATOR = re.compile(r"(?::| -) ?(?=\S)")
 #: typographic: ``“message": ‘..”,``) and the ``"type"`` line that names the exception.
 _PLAIN_QUOTES = str.maketrans("“”‘’", "\"\"''")
 _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
-_BODY_TYPE = re.compile(r"""^"type": ?['"](?P<type>[A-Z]\w*(?:Error|Exception))["'],?$""")
 #: The line as a user quoted it: in double quotes or backticks, each closed by its own
 #: kind (a line that opens with a backticked name and ends with a quoted word is no quote).
 _QUOTED = re.compile(r'^(?:["“]\s*(?P<inner>\S.*?)\s*["”]|`\s*(?P<ticked>\S.*?)\s*`)$')
+#: A sentence in Chinese or Japanese that ends right where the error's words start
+#: (``..评测，报错You passed 513 input tokens ..``: "reported the error").
+_CJK_BEFORE = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]$")
 _LONGEST = 2000
 #: The fewest characters of the line the catalogue's pattern must match: its words, not
 #: a word that also names a signal (``Aborted``).
@@ -103,7 +105,7 @@ def known_alone(
             # the message as pasted (the loose match read the line with its quotes plain)
             msg = text[body.start("msg") : body.end("msg")]
             later = (
-                _BODY_TYPE.match(k.text.strip().translate(_PLAIN_QUOTES))
+                BODY_TYPE_LINE.match(k.text.strip().translate(_PLAIN_QUOTES))
                 for k in ending
                 if k.number > line.number
             )
@@ -119,6 +121,9 @@ def known_alone(
         relayed = _relayed(msg, words.start()) if not typ and words.string is msg else None
         if relayed is not None:
             return Relay(line.number, line.process, "", relayed, context=msg[: -len(relayed)])
+        if not typ and words.string is msg and _CJK_BEFORE.search(msg, 0, words.start()):
+            # a sentence in Chinese or Japanese runs straight into the error's words
+            return Relay(line.number, line.process, "", msg[words.start() :], own=True)
         return Relay(line.number, line.process, typ, msg, own=True)
     return None
 

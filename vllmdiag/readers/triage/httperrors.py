@@ -70,6 +70,14 @@ _JSON_NESTED = re.compile(
 _REPR_BODY = re.compile(
     r"\{(?:'object': 'error', )?'message': (?P<q>['\"])(?P<msg>.*?)(?P=q), 'type': '(?P<type>\w+)'"
 )
+#: A result a client printed whose ``'error'`` field holds the error it got (``{'result':
+#: {'error': "HTTPConnectionPool(host=..): Max retries exceeded .."}}``).
+_ERROR_FIELD = re.compile(r"'error': (?P<q>['\"])(?P<msg>\S.+?)(?P=q)\}")
+#: A body whose opening a paste garbled (``{“”Object:"error","message":""auto" tool ..",
+#: "type":"BadRequestError",..}``): its message and type keys as JSON writes them.
+_LOOSE_JSON_BODY = re.compile(
+    r'"error",\s*"message": ?"(?P<msg>.+?)", ?"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))"'
+)
 _ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
 _JSON_ERROR = re.compile(
     r'^\{"error": ?"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>(?:[^"\\]|\\.)+)"'
@@ -80,8 +88,11 @@ _JSON_RECORD_MESSAGE = re.compile(r'"message": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
 SAYS_WHAT_FAILED = re.compile(
     r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied|timed out"
 )
-#: An error body pretty-printed over lines: its ``"message": ".."`` line.
+#: An error body pretty-printed over lines: its ``"message": ".."`` line, and the
+#: ``"type"`` line that names the exception (straight quotes; a caller makes typographic
+#: ones plain).
 BODY_LINE = re.compile(r'^"message": ?"(?P<msg>(?:[^"\\]|\\.)+)",?$')
+BODY_TYPE_LINE = re.compile(r"""^"type": ?['"](?P<type>[A-Z]\w*(?:Error|Exception))["'],?$""")
 #: A client quoting the server's JSON error after the status
 #: (``vllm API error 400: {"object":"error","message":"..``).
 _API_ERROR_JSON = re.compile(r'\berror \d{3}: \{.*?"message": ?"(?P<msg>(?:[^"\\]|\\.)+)')
@@ -188,7 +199,13 @@ def body(text: str) -> Said | None:
         if b:
             return b["type"], b["msg"].strip(), False
     said = body_error(text)
-    return (said[0], said[1], False) if said is not None else None
+    if said is not None:
+        return said[0], said[1], False
+    for pattern in (_LOOSE_JSON_BODY, _ERROR_FIELD):
+        b = pattern.search(text)
+        if b:
+            return b.groupdict().get("type") or "", b["msg"].strip(), False
+    return None
 
 
 def body_text(text: str) -> Said | None:

@@ -54,9 +54,13 @@ _VLLM_INTERNAL = re.compile(
     r"attribute '(?P<attr>\w+)'"
 )
 #: One of a vLLM platform plugin's own classes (vllm-ascend names its ops and layers
-#: ``Ascend*``: ``AscendRotaryEmbedding``) lacking an attribute: only the plugin's code
-#: asks its own classes, so the asker is the plugin even with no frame in view.
-_ASCEND_CLASS = re.compile(r"^'(?P<cls>Ascend[A-Z]\w*)' object has no attribute '(?P<attr>\w+)'")
+#: ``Ascend*``: ``AscendRotaryEmbedding``; vllm-gaudi ``HPU*``: ``HPUMLAImpl``) lacking an
+#: attribute: only the plugin's code asks its own classes, so the asker is the plugin even
+#: with no frame of it in view.
+_PLUGIN_CLASS = re.compile(
+    r"^'(?P<cls>(?P<prefix>Ascend|HPU)[A-Z]\w*)' object has no attribute '(?P<attr>\w+)'"
+)
+_PLUGIN_OF_PREFIX = {"Ascend": "vllm-ascend", "HPU": "vllm-gaudi"}
 #: A library's processor or tokenizer (transformers') lacking what vLLM's code reads
 #: from it: the installed release of that library is not the one this vLLM expects.
 #: vLLM's own tokenizer classes are not a library's.
@@ -112,15 +116,7 @@ def lookup_blame(
                 f"{internal['cls']} is one of vLLM's internal classes (or its platform "
                 f"plugin's), and only their own code asks it for '{internal['attr']}'",
             )
-        plugin = _ASCEND_CLASS.match(message)
-        if plugin is not None:
-            return (
-                "dependency",
-                "vllm-ascend",
-                f"{plugin['cls']} is one of vllm-ascend's own classes, and only vllm-ascend's "
-                f"code asks it for '{plugin['attr']}'",
-            )
-        return None
+        return _plugin_class(message)
     library = _LIBRARY_OBJECT.match(message)
     if library is not None and frames[-1].place == "vllm":
         return (
@@ -150,7 +146,7 @@ def lookup_blame(
                 f"vLLM's code asked its own layer ({layer['cls']}) for {what}, which it never "
                 "registered (torch's attribute lookup only raised it)",
             )
-        return (
+        return _plugin_class(message) or (
             "unknown",
             None,
             "torch's attribute lookup raised it for the code that asked, which is not in view",
@@ -193,3 +189,18 @@ def strip_dispatch(frames: Sequence[Frame]) -> list[Frame]:
     if n < len(out) and not _DISPATCH.search(_norm(out[n - 1].file)):
         return out[:n]
     return out
+
+
+def _plugin_class(message: str) -> tuple[str, str | None, str] | None:
+    """(origin, package, why) where the class lacking the attribute is a vLLM platform
+    plugin's own, whose own code is the only one to ask it; else None."""
+    plugin = _PLUGIN_CLASS.match(message)
+    if plugin is None:
+        return None
+    package = _PLUGIN_OF_PREFIX[plugin["prefix"]]
+    return (
+        "dependency",
+        package,
+        f"{plugin['cls']} is one of {package}'s own classes, and only {package}'s code asks "
+        f"it for '{plugin['attr']}'",
+    )

@@ -60,9 +60,11 @@ _MODEL_ACCESS = re.compile(
     r"\bFail to access model ?\([^)]*\)\.\s*(?:\*\*ERROR\*\*: ?|ERROR: ?)?(?P<msg>\S.*)$"
 )
 #: An exception line behind a label the user put before it (``【BUG】：RuntimeError: ..``,
-#: a comment in a pasted script: ``# Error: RuntimeError: ..``).
+#: a comment in a pasted script: ``# Error: RuntimeError: ..``, a word of the user's own:
+#: ``7b-model: torch.cuda.OutOfMemoryError: ..``).
 _LABEL = re.compile(
-    r"^(?:【[^】]{1,20}】\s*[:：]?|#\s*(?:Error|ERROR|error)\s*:)\s*"
+    r"^(?:【[^】]{1,20}】\s*[:：]?|#\s*(?:Error|ERROR|error)\s*:"
+    r"|(?![\w.-]*(?:Error|Exception|Warning):)[\w.-]{1,40}:)\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
 )
 #: An exception line a user's sentence names after its own word for it (``there is an
@@ -291,6 +293,9 @@ class Relay:
     #: the body the relay quotes is on the lines below it, broken over them: it is read
     #: once it closes
     body: bool = False
+    #: the line is a pretty-printed body's ``"message"`` line: its ``"type"`` line, a line
+    #: or two below, types it
+    typed_below: bool = False
 
 
 #: One frame as pybind11 lists it after ``At:`` (innermost first): ``path(line): func``.
@@ -485,7 +490,10 @@ def _error_body(line: Line, text: str, error_record: bool) -> Relay | None:
     q = _PARENTHESISED.search(text)
     if q:
         return Relay(line.number, line.process, q["type"], q["msg"].strip())
-    return _relay(line, httperrors.body_text(text))
+    said = httperrors.body_text(text)
+    if said is not None and said[2] and httperrors.BODY_LINE.match(text):
+        return Relay(line.number, line.process, "", said[1], own=True, typed_below=True)
+    return _relay(line, said)
 
 
 def _relay(line: Line, said: httperrors.Said | None) -> Relay | None:

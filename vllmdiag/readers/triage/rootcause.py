@@ -84,6 +84,12 @@ WRAPPER = re.compile(
     # (``openai.InternalServerError: modal-http: .. status Failure: ValueError('..')``)
     r"|^openai\.\w*Error: .*\b[A-Z]\w*(?:Error|Exception)\((['\"]).*\1\)\s*$"
 )
+#: Exceptions that only report that an error printed above them happened (Triton's MLIR
+#: pass manager under the compiler's own diagnostic): a root cause only where no error
+#: of their own is in view.
+_REPORTS_ABOVE = re.compile(r"(?:^|: )PassManager::run failed$")
+#: Lines that are never an error's own words: wrappers, and reports of an error above.
+_NOT_ALONE = re.compile(f"{WRAPPER.pattern}|{_REPORTS_ABOVE.pattern}")
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
 #: one request; a server's request that failed; exit handlers and a task nobody
 #: awaited at shutdown): a root cause only when nothing else is.
@@ -124,6 +130,8 @@ SECONDARY = frozenset(
     }
 )
 _DEATH_TIER = {"strong": 0, "signal": 1, "native": 1, "follow-on": 3, "weak": 4}
+#: The tier of follow-on errors and weak deaths: the error's own words outrank them.
+_FOLLOW_TIER = 3
 
 
 @dataclass(frozen=True)
@@ -224,7 +232,9 @@ def choose(
             cands.append(_Candidate(0, root.exc_line, _actor(tb, root, died, cat, ev)))
             continue
         handled = HANDLED.search(tb.header) is not None
-        follow = root.short_type in SECONDARY or handled
+        follow = (
+            root.short_type in SECONDARY or handled or bool(_REPORTS_ABOVE.search(root.message))
+        )
         if handled and ev.relay is not None and ev.relay.http and root.short_type not in SECONDARY:
             follow = False  # the server's own record of the error a client relays
         label = "follow-on" if follow else ""
@@ -247,9 +257,11 @@ def choose(
         cands.append(_Candidate(1, ev.relay.line, _relayed(ev, cat, cut)))
     if ev.cli_error is not None:
         cands.append(_Candidate(2, ev.cli_error[0], lambda: causes.cli(ev.cli_error, cat, ev)))
-    if not cands:
-        read = {d.line for d in ev.deaths}
-        alone = known_alone(ev.ending, cat, ev.vllm_version, WRAPPER, read)
+    if all(c.tier >= _FOLLOW_TIER for c in cands):
+        # nothing, or only follow-on errors: an error's own words the catalogue knows
+        # (not a line a follow-on candidate already reads)
+        read = {d.line for d in ev.deaths} | {c.line for c in cands}
+        alone = known_alone(ev.ending, cat, ev.vllm_version, _NOT_ALONE, read)
         if alone is not None:
             said = dataclasses.replace(ev, relay=alone)
             cands.append(_Candidate(1, alone.line, _relayed(said, cat, None)))

@@ -80,6 +80,8 @@ _NOT_A_CLI = frozenset(
 _WARNING_HEAD = re.compile(r"\b[A-Z]\w*Warning: .*:\s*$")
 #: How many lines a relayed message may go on over (Docker's daemon answer).
 _CONTINUATION = 4
+#: How far below a pretty-printed body's ``"message"`` line its ``"type"`` line may be.
+_TYPE_BELOW = 3
 #: The C++ runtime's label of an uncaught exception's message, under its type.
 _WHAT = re.compile(r"^what\(\):\s+")
 
@@ -156,6 +158,8 @@ class Watch:
                 self._relayed(line)
             elif self._continuing:
                 self._goes_on(text)
+            elif self.relay.typed_below and number <= self.relay.line + _TYPE_BELOW:
+                self._typed_below(text)
         self._previous = (line.process, text)
         if self.pip.collecting:
             self.pip.feed(number, text)
@@ -195,6 +199,14 @@ class Watch:
         again = relays.classify(line, is_error_record(line))
         if again is not None and again.pip:
             self.relay, self.pip = None, PipConflict()
+
+    def _typed_below(self, text: str) -> None:
+        """The ``"type"`` line of the pretty-printed body whose ``"message"`` line the
+        relay read: the exception it names types the error."""
+        assert self.relay is not None
+        t = httperrors.BODY_TYPE_LINE.match(text.strip())
+        if t is not None:
+            self.relay = dataclasses.replace(self.relay, type=t["type"], typed_below=False)
 
     def _goes_on(self, text: str) -> None:
         """A line of the relayed message that goes on (Docker's daemon answer), until a
