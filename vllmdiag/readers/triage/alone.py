@@ -1,7 +1,8 @@
 """A paste that is only an error's own words: no traceback, no exception type, no
 marker a reader looks for (``The quantization method awq is not supported for the
 current GPU. ..``, vLLM's error record of a CUDA error, a check's message a user copied
-out of a notebook). Where nothing else in the log names a root cause, the last of the
+out of a notebook). Where nothing else in the log names a root cause (or only follow-on
+errors do: a report that the error above it happened), the last of the
 paste's final lines whose words the catalogue knows as a failure is that error's own
 line: the catalogue is what says it is an error at all, so a line it does not know is
 never taken, nor one where only a word or two of it matched (``Aborted``), a record
