@@ -21,7 +21,7 @@ from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.causes import match
 from vllmdiag.readers.triage.httperrors import BODY_LINE, BODY_TYPE_LINE
 from vllmdiag.readers.triage.lines import Line, is_error_record
-from vllmdiag.readers.triage.relays import Relay
+from vllmdiag.readers.triage.relays import CJK, Relay
 
 #: The error's type and message; a user may have put the type in backticks
 #: (```ModuleNotFoundError` : No module named ..``), or retyped a builtin's name with a
@@ -55,7 +55,7 @@ _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
 _QUOTED = re.compile(r'^(?:["“]\s*(?P<inner>\S.*?)\s*["”]|`\s*(?P<ticked>\S.*?)\s*`)$')
 #: A sentence in Chinese or Japanese that ends right where the error's words start
 #: (``..评测，报错You passed 513 input tokens ..``: "reported the error").
-_CJK_BEFORE = re.compile(r"[\u2e80-\u9fff\uff00-\uffef]$")
+_CJK_BEFORE = re.compile(f"[{CJK}]$")
 _LONGEST = 2000
 #: The fewest characters of the line the catalogue's pattern must match: its words, not
 #: a word that also names a signal (``Aborted``).

@@ -41,7 +41,7 @@ class _Rule:
     strength: str
     origin: str  # vllm, dependency:<pkg>, stack (faulthandler's frames), unknown
     process: Callable[[re.Match[str], str], str] = lambda m, p: p
-    from_match: bool = False  # the message starts where the pattern does (past a prefix)
+    from_match: bool = False  # the message starts where the pattern (or its msg group) does
 
 
 def _named(group: str) -> Callable[[re.Match[str], str], str]:
@@ -172,7 +172,7 @@ RULES: tuple[_Rule, ...] = (
     _Rule(
         re.compile(
             r"^(?P<worker>[a-z0-9]{12,20})\[error\]\s*"
-            r"(?P<signal>worker exited with exit code -?\d+)"
+            r"(?P<msg>worker exited with exit code -?\d+)"
         ),
         "strong",
         "unknown",
@@ -231,6 +231,15 @@ class Death:
     survived: bool = False  # a handler's signal notice after which its process logged on
 
 
+def _message_start(m: re.Match[str]) -> slice:
+    """Where a death line's message starts: its ``msg`` group (a platform's record past its
+    worker id), its ``signal`` group (a shell's report past the pid), else the match."""
+    for group in ("msg", "signal"):
+        if group in m.groupdict():
+            return slice(m.start(group), None)
+    return slice(m.start(), None)
+
+
 def classify(line: Line) -> Death | None:
     """The death a line reports, or None."""
     text = line.text.strip()
@@ -244,9 +253,7 @@ def classify(line: Line) -> Death | None:
         return Death(
             line.number,
             rule.process(m, line.process),
-            text[m.start("signal") if "signal" in m.groupdict() else m.start() :]
-            if rule.from_match
-            else text,
+            text[_message_start(m)] if rule.from_match else text,
             rule.strength,
             origin,
             package or ("vllm" if origin == "vllm" else None),

@@ -83,10 +83,13 @@ _PROSE_ERROR = re.compile(
 )
 #: An error's own line, typed (its message may go on over lines: ``.`` takes them).
 TYPED_WORDS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$", re.S)
+#: The characters of a sentence in Chinese or Japanese (kana, CJK ideographs, full-width
+#: punctuation), as a character class's contents.
+CJK = r"\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
 #: An exception line a user's sentence in Chinese or Japanese runs straight into, no space
 #: between (``vllm部署报错ValueError: ..``: "deploying vllm reports an error").
 _CJK_TYPED = re.compile(
-    r"[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef](?P<type>[A-Z][A-Za-z]*(?:Error|Exception)): "
+    rf"[{CJK}](?P<type>[A-Z][A-Za-z]*(?:Error|Exception)): "
     r"(?P<msg>\S.*?)[\u3002\uff0e]?$"
 )
 #: One error of a server's pydantic validation list, as a client prints it after its own
