@@ -84,7 +84,8 @@ def test_sigkill_mid_cell_then_resume_loses_nothing_finished(tmp_path: Path) -> 
     runner.wait()
     orphan = run_dir / "cells/r1.baseline.w2/out/pid"
     deadline = time.monotonic() + 10
-    while not orphan.exists() and time.monotonic() < deadline:
+    # the child creates its pid file before it writes the pid: wait for the number
+    while not (orphan.exists() and orphan.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(int(orphan.read_text()), signal.SIGKILL)  # the node went down with it
     assert not (run_dir / "cells/r1.baseline.w2/result.json").exists()
