@@ -32,8 +32,12 @@ _TYPED = re.compile(
     r"|Permission|Connection|Timeout) Error)`? ?: (?P<msg>\S.*)$"
 )
 #: A program's label before its error (pip's ``ERROR: No matching distribution ..``, a
-#: logger's bare ``ERROR - ``), or a user's number in a list of errors (``2. ImportError:``).
-_LABEL = re.compile(r"^(?:(?:ERROR|Error|error)(?::| -)|\d{1,2}[.)]) +(?=\S)")
+#: logger's bare ``ERROR - ``), a user's number in a list of errors (``2. ImportError:``),
+#: or uv's marks for an error and each cause under it (``×``, ``├─▶``, ``╰─▶``).
+_LABEL = re.compile(r"^(?:(?:ERROR|Error|error)(?::| -)|\d{1,2}[.)]|×|[├╰]─▶) +(?=\S)")
+#: A C++ program's place in its source before its words (Ray's ``gcs_rpc_client.h:552:
+#: Failed to connect to GCS ..``, its log header cut).
+_SOURCE_PLACE = re.compile(r"^[\w.-]+\.(?:h|hh|hpp|c|cc|cpp|cu|cuh):\d+: +(?=\S)")
 #: A program relaying the error after its own words (``Failed to derive max model length:
 #: <error>``, vLLM's ``Error in applying chat template from request: <error>``, LiteLLM's
 #: ``Hosted_vllmException - <error>``): the relay's words say what failed, then a colon or
@@ -98,7 +102,7 @@ def known_alone(
             continue
         if skip.search(text) or _ELSEWHERE.search(text):
             continue
-        text = _LABEL.sub("", text)
+        text = _SOURCE_PLACE.sub("", _LABEL.sub("", text))
         typed = _TYPED.match(text)
         typ, msg = (typed["type"], typed["msg"]) if typed else ("", text)
         body = BODY_LINE.match(text) or _LOOSE_BODY.match(text.translate(_PLAIN_QUOTES))

@@ -50,7 +50,9 @@ _VLLM_INTERNAL = re.compile(
     r"^'(?P<cls>\w*(?:AttentionMetadata(?:Builder)?|AttentionImpl|AttentionBackend"
     r"|ModelRunner\w*|ModelInput\w*|WorkerWrapper\w*|SchedulerOutput|InputBatch"
     r"|KVCacheManager|KVCacheCoordinator|DPMetadata|ForwardContext)|MistralTokenizer"
-    r"|TokenizerGroup)' object has no "
+    r"|TokenizerGroup|(?:Vllm|Model|Cache|Parallel|Scheduler|Device|Load|Speculative"
+    r"|Compilation|KVTransfer|LoRA|StructuredOutputs|Observability)Config|\w*Proposer"
+    r"|Eagle\w*ForCausalLM)' object has no "
     r"attribute '(?P<attr>\w+)'"
 )
 #: One of a vLLM platform plugin's own classes (vllm-ascend names its ops and layers

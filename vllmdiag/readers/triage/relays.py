@@ -64,17 +64,32 @@ _MODEL_ACCESS = re.compile(
 #: ``7b-model: torch.cuda.OutOfMemoryError: ..``).
 _LABEL = re.compile(
     r"^(?:【[^】]{1,20}】\s*[:：]?|#\s*(?:Error|ERROR|error)\s*:"
-    r"|(?![\w.-]*(?:Error|Exception|Warning):)[\w.-]{1,40}:)\s*"
+    r"|(?![\w.-]*(?:Error|Exception|Warning):)(?:[A-Za-z]{1,20} ){0,2}[\w.-]{1,40}:)\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
 )
 #: An exception line a user's sentence names after its own word for it (``there is an
 #: attribute error: AttributeError: ..``, ``I meet the bug RuntimeError: ..``, ``I keep
 #: hitting this error “ openai_harmony.HarmonyError: ..”``).
 _SENTENCE_TYPED = re.compile(
-    r"\b(?:an?|the|this|that|following)\s+(?:\w+\s+)?(?:error|exception|bug)\b"
-    r"(?:\s*[:：]\s*|\s+)[\"“]?\s*"
+    r"(?:\b(?:an?|the|this|that|following)\s+(?:\w+\s+)?(?:error|exception|bug)\b"
+    r"|\bfailed with)(?:\s*[:：]\s*|\s+)[\"“]?\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*?)\s*[\"”]?$"
 )
+#: An exception line a user's sentence runs into after a comma (``I kept getting errors
+#: when running it, TypeError: ..``).
+_COMMA_TYPED = re.compile(
+    r"[a-z][,，]\s*(?P<type>[A-Z][A-Za-z]*(?:Error|Exception)): (?P<msg>\S.*?)\s*$"
+)
+#: A typed error a user's sentence quotes, with more of the sentence after the quote
+#: (``It shows "ImportError: cannot import name 'x' from 'y'". Am I ..``).
+_QUOTED_TYPED = re.compile(
+    r"\b(?:shows?|showed|says?|said|got|gets?|gives?|gave|throws?|threw|raises?|raised)"
+    r'\s+["“]\s*(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>[^"”]+?)\s*["”]'
+)
+#: glibc's report of a failed C or C++ ``assert`` (``python: /x/Allocation.cpp:47:
+#: <function>: Assertion `..' failed.``): the message from ``Assertion``; the program,
+#: the place and the function before it.
+_C_ASSERT = re.compile(r"^(?:[\w.-]+: )?\S+:\d+: .+?: (?P<msg>Assertion `.+' failed\.?)$")
 #: The error's words in a user's sentence (``It resulted in the error: <msg>``).
 _PROSE_ERROR = re.compile(
     r"\b(?:resulted in|results in|got|get|gives?|gave|throws?|threw|raised?|shows?|showed"
@@ -143,6 +158,13 @@ _UNTYPED: tuple[re.Pattern[str], ...] = (
     re.compile(r"^'[\w.]+' object has no attribute '\w+'$"),
     re.compile(r"^\S+\.so(?:\.[\d.]+)?: undefined symbol: \S+$"),
     re.compile(r"^\w+ is set to -?\d+, which does not allow any tokens to be scheduled"),
+    # an argument error pasted without its type (``EngineArgs.__init__() got an
+    # unexpected keyword argument 'task'``)
+    re.compile(
+        r"^[\w.]+\(\) (?:got an unexpected keyword argument|got multiple values for "
+        r"(?:keyword )?argument|missing \d+ required \w+ arguments?:|takes (?:from \d+ to )?"
+        r"\d+ positional arguments? but) "
+    ),
     # a device kernel's assertion, as the CUDA runtime prints it
     re.compile(r"Assertion `.+` failed\.?$"),
 )
@@ -524,9 +546,15 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
         or _QUOTED_LINE.match(text)
         or _CJK_TYPED.search(text)
         or _SENTENCE_TYPED.search(text)
+        or _COMMA_TYPED.search(text)
+        or _QUOTED_TYPED.search(text)
     )
     if lab:
         return Relay(line.number, line.process, lab["type"], lab["msg"], own=True)
+    c_assert = _C_ASSERT.match(text)
+    if c_assert:
+        context = text[: c_assert.start("msg")]
+        return Relay(line.number, line.process, "", c_assert["msg"], own=True, context=context)
     quoted_args = _QUOTED_ARGS.match(text)
     if quoted_args:
         return Relay(line.number, line.process, "", quoted_args["msg"], own=True)

@@ -85,9 +85,12 @@ WRAPPER = re.compile(
     r"|^openai\.\w*Error: .*\b[A-Z]\w*(?:Error|Exception)\((['\"]).*\1\)\s*$"
 )
 #: Exceptions that only report that an error printed above them happened (Triton's MLIR
-#: pass manager under the compiler's own diagnostic): a root cause only where no error
-#: of their own is in view.
-_REPORTS_ABOVE = re.compile(r"(?:^|: )PassManager::run failed$")
+#: pass manager under the compiler's own diagnostic; torch's autoload of a device
+#: backend, under the loader's own error): a root cause only where no error of their own
+#: is in view.
+_REPORTS_ABOVE = re.compile(
+    r"(?:^|: )PassManager::run failed$|^Failed to load the backend extension: \w+\. "
+)
 #: Lines that are never an error's own words: wrappers, and reports of an error above.
 _NOT_ALONE = re.compile(f"{WRAPPER.pattern}|{_REPORTS_ABOVE.pattern}")
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,

@@ -18,9 +18,14 @@ from vllmdiag.readers.triage.lines import Line, is_error_record, normalise, ungl
 from vllmdiag.readers.triage.pipconflict import PipConflict
 from vllmdiag.readers.triage.tracebacks import TracebackParser
 
+#: The vLLM version a log states: its engine's and server's start lines, and where a user
+#: wrote it down (``pip3 show vllm    version is 0.14.1``, ``the vllm version installed
+#: was 0.10.1.1``, ``vllm==0.4.2``).
 _VERSION = re.compile(
     r"LLM engine \(v(?P<a>[^)\s]+)\)|API server version (?P<b>[\w.+-]+)"
     r"|vLLM version (?P<c>[\w.+-]+)"
+    r"|\b[Vv][Ll][Ll][Mm](?:==| {1,8}(?:version )?(?:installed )?(?:is|was) +v?)"
+    r"(?P<d>\d+\.\d+[\w.+-]*)"
 )
 _VLLM_CHANGE = "vllm-project/vllm/"
 _VLLM_LINK = re.compile(r"github\.com/vllm-project/vllm/(?:pull|commit)/\w+")
@@ -175,10 +180,12 @@ class Watch:
         if self.finished is None and ("Throughput: " in text or "Avg latency: " in text):
             m = _FINISHED.search(text)
             self.finished = text.strip() if m else None
-        if self.version is None and ("version" in text or "engine (v" in text):
+        if self.version is None and (
+            "version" in text or "engine (v" in text or "vllm==" in text.lower()
+        ):
             v = _VERSION.search(text)
             if v:
-                self.version = v["a"] or v["b"] or v["c"]
+                self.version = v["a"] or v["b"] or v["c"] or v["d"]
 
     def _relayed(self, line: Line) -> None:
         relay = relays.classify(line, is_error_record(line))
