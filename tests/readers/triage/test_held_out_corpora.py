@@ -180,28 +180,12 @@ STILL_MISSED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "field19": (
         frozenset(
             {
-                # an error in backticks inside a user's sentence
-                "vllm_19120_macos_cpu_sched_getaffinity.log",
-                # uv's resolver report, its first line the error
-                "vllm-metal_379_uv_no_torch_cpu_wheel_macos_x86.log",
-                "vllm_28551_uv_xformers_torch_pin_conflict.log",
-                # an exception line in a user's markdown italics (``_ValueError: .._``)
-                "llamafactory_3674_gptq_bfloat16_ray.log",
                 # Gloo's record under a Ray worker's tag: the rank tag inside is read
                 "gpustack_2125_gloo_connectfullmesh_ray_worker.log",
-                # a C++ check's words alone, and UCX's and a grammar's records, unknown words
-                "vllm_51824_deepep_v2_trtllm_topk_check.log",
-                "dynamo_843_disagg_multi_prefill_ucx_io_error.log",
-                "vllm_51693_inkling_grammar_rejected_tokens_500.log",
-                # grep's file name before vLLM's prefix
-                "vllm_52907_multinode_gloo_store_wait_timeout.log",
-                # Docker's client relaying the daemon's answer, and podman's JSON record
+                # Docker's client relaying the daemon's answer (process ``docker``)
                 "server_262_nvidia_container_cli_cuda129.log",
-                "vllm_30076_podman_cpu_image_arm64_exec_format.log",
-                # a Windows build whose paste ends at the shell's prompt
+                # a Windows build whose error is indented in pip's output, no frame of it
                 "vllm_2309_windows_build_typeerror_nonetype.log",
-                # an error inside a user's sentence with a markdown link before it
-                "vllm_8262_docker_incorrect_path_or_model_id.log",
                 # a client's relay of a server's list of errors, and a framework's own
                 # wrapper typed before a relayed message
                 "milvus_42551_rerank_missing_model_field_400.log",
@@ -214,13 +198,13 @@ STILL_MISSED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 "vllm_22_rocm56_hip_bf16_header_missing.log",
                 # an instruction a GPU lacks in vLLM's own kernel source: not catalogued
                 "vllm_6565_mi50_gfx906_v_dot2c_unsupported.log",
-                "vllm-metal_379_uv_no_torch_cpu_wheel_macos_x86.log",
-                "vllm_28551_uv_xformers_torch_pin_conflict.log",
                 # ``python collect_env.py`` from a checkout: read as the user's script
                 "vllm_12893_mac_collect_env_no_module_vllm.log",
                 # an engine-start timeout raised in vLLM's frame: read as vLLM's
                 "vllm-ascend_3977_ray_tp_ep_engine_start_timeout.log",
-                "vllm_52907_multinode_gloo_store_wait_timeout.log",
+                # uv's resolver: read as the installed stack, the hand reading names the
+                # checkout's own pins (vLLM's)
+                "vllm_28551_uv_xformers_torch_pin_conflict.log",
                 "milvus_42551_rerank_missing_model_field_400.log",
             }
         ),

@@ -83,8 +83,8 @@ _JSON_ERROR = re.compile(
     r'^\{"error": ?"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>(?:[^"\\]|\\.)+)"'
 )
 #: A JSON log record at error level (RunPod's worker): its message.
-_JSON_RECORD_LEVEL = re.compile(r'"level": ?"(?:ERROR|CRITICAL|FATAL)"')
-_JSON_RECORD_MESSAGE = re.compile(r'"message": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
+_JSON_RECORD_LEVEL = re.compile(r'"level": ?"(?:ERROR|CRITICAL|FATAL|error|critical|fatal)"')
+_JSON_RECORD_MESSAGE = re.compile(r'"(?:message|msg)": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
 SAYS_WHAT_FAILED = re.compile(
     r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied|timed out"
 )

@@ -36,9 +36,10 @@ GROUP_GUTTER = re.compile(r"^\s*(?:\| ?)+")
 GROUP_RULE = re.compile(r"^\s*\+[-+]*(?: ?-+ ?\d+ ?-+| ?\.\.\. ?.*)?-*\s*$")
 GROUP_HEAD = re.compile(r"^\s*\+ (Exception Group Traceback \(most recent call last\):)\s*$")
 #: Markdown emphasis or inline code a paste wrapped a line in (``**TypeError: ..**``,
-#: ```ValueError: ..```), or glued in front of it (``****(EngineCore_DP0 pid=1) ..``).
-MARKUP = re.compile(r"^(?:\*{1,4}|`{1,3})(?=[A-Za-z(\[])")
-MARKUP_END = re.compile(r"(?<=\S)(?:\*{1,4}|`{1,3})$")
+#: ```ValueError: ..```, bold and italic at once: ``**_ValueError: .._**``), or glued in
+#: front of it (``****(EngineCore_DP0 pid=1) ..``).
+MARKUP = re.compile(r"^(?:\*{1,4}|`{1,3})_?(?=[A-Za-z(\[])")
+MARKUP_END = re.compile(r"(?<=\S)_?(?:\*{1,4}|`{1,3})$")
 #: pytest's report of a failing test: ``E   `` before each line of the error, ``>`` in
 #: front of the source line that raised.
 PYTEST_ERROR = re.compile(r"^E {2,}(?=\S)")
@@ -71,12 +72,14 @@ CAPTURE = re.compile(
 #: A pod's name and container in front of its line (``stern``, ``kubectl logs --prefix``):
 #: ``name-6c8f9c4df6-vh88z vllm (APIServer pid=1) ..``, ``[pod/name-x/vllm] ..``; or the
 #: container's name alone (``kserve-container (EngineCore_0 pid=58) ..``), before a process
-#: tag or a timestamp.
+#: tag or a timestamp; or the file name grep puts before a line it found.
 POD = re.compile(
     r"^(?:\[pod/[\w.-]+/[\w.-]+\] "
     r"|[a-z0-9][a-z0-9-]*-[a-z0-9]{5} [a-z0-9][a-z0-9-]* (?=\(|[A-Z]{4,8} )"
     r"|[a-z][a-z0-9]*(?:-[a-z0-9]+)+ "
-    r"(?=\([A-Za-z_][\w:.-]* pid=\d|\[rank\d+\]:|\d{4}-\d{2}-\d{2}[ T]))"
+    r"(?=\([A-Za-z_][\w:.-]* pid=\d|\[rank\d+\]:|\d{4}-\d{2}-\d{2}[ T])"
+    # grep's name of the file a line came from (``node0.out:(Worker pid=7) ..``)
+    r"|[\w.-]+\.(?:out|log|err|txt):(?=\([A-Za-z_][\w:.-]* pid=\d|\[rank\d+\]:))"
 )
 
 #: docker compose's service column: ``vllm-server  | ``.

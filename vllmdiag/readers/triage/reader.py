@@ -70,6 +70,7 @@ LITERALS: tuple[bytes, ...] = (
     b"access model",  # RAGFlow relaying its model call's error
     b" status code",  # the OpenAI JavaScript client's ``400 status code (no body)``, alone
     b"which is incompatible",  # pip's report of what an install broke, its header cut
+    b"No solution found when resolving",  # uv's resolver
     # errors pasted without their type: vLLM's KV-cache check, a missing module, a
     # compiled extension's unresolved symbol, the end of Ray's out-of-memory report
     b"stored in KV cache",
@@ -96,6 +97,7 @@ HEAD_LITERALS: tuple[bytes, ...] = (
     b"engine (v",
     b"ersion",
     b"vllm-project/vllm/",  # a link to the vLLM change an error is about
+    b"vllm==",  # the version a user wrote down
     *CALLER_LITERALS,
 )
 #: The end of a run: its results, the shell's "(core dumped)" after the process it ran

@@ -72,7 +72,8 @@ _LABEL = re.compile(
 #: hitting this error “ openai_harmony.HarmonyError: ..”``).
 _SENTENCE_TYPED = re.compile(
     r"(?:\b(?:an?|the|this|that|following)\s+(?:\w+\s+)?(?:error|exception|bug)\b"
-    r"|\bfailed with)(?:\s*[:：]\s*|\s+)[\"“]?\s*"
+    r"(?:\s+(?:occurs|occurred|happens|happened|appears|appeared))?|\bfailed with)"
+    r"(?:\s*[:：]\s*|\s+)[\"“]?\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*?)\s*[\"”]?$"
 )
 #: An exception line a user's sentence runs into after a comma (``I kept getting errors
@@ -94,7 +95,8 @@ _C_ASSERT = re.compile(r"^(?:[\w.-]+: )?\S+:\d+: .+?: (?P<msg>Assertion `.+' fai
 _PROSE_ERROR = re.compile(
     r"\b(?:resulted in|results in|got|get|gives?|gave|throws?|threw|raised?|shows?|showed"
     r"|[Hh]ere is|[Hh]ere's)"
-    r" (?:the |this |an |a |following )?(?:error|exception)[:：] (?P<msg>[A-Za-z]\S*(?: \S+)+)$"
+    r" (?:the |this |an |a |following )?(?:error|exception)[:：] [`\"“]?"
+    r"(?P<msg>[A-Za-z]\S*(?: \S+)+)$"
 )
 #: An error's own line, typed (its message may go on over lines: ``.`` takes them).
 TYPED_WORDS = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$", re.S)
@@ -226,6 +228,10 @@ _BACKTICK_ARGS = re.compile(
 #: pip's resolver giving up (the ``ResolutionImpossible`` line follows, naming no package),
 #: or its report, after an install it went through with, of what now conflicts (its first
 #: ``x requires y, but you have z`` line where the paste cut the report's header).
+#: uv's resolver finding no set of versions that installs (``× No solution found when
+#: resolving dependencies:``, its derivation on the ``╰─▶ Because ..`` lines below): the
+#: error is its own first line.
+_UV_UNSOLVABLE = re.compile(r"^(?:×\s+)?(?P<msg>No solution found when resolving\b.*)$")
 _PIP_CONFLICT = re.compile(
     r"^(?:ERROR: )?(?P<msg>Cannot install .+? because these package versions have "
     r"conflicting dependencies\.|pip's dependency resolver does not currently take into "
@@ -405,7 +411,10 @@ def _lazy_import(line: Line, text: str, error_record: bool) -> Relay | None:
 
 def _pip(line: Line, text: str, error_record: bool) -> Relay | None:
     p = _PIP_CONFLICT.match(text)
-    return Relay(line.number, line.process, "", p["msg"], own=True, pip=True) if p else None
+    if p:
+        return Relay(line.number, line.process, "", p["msg"], own=True, pip=True)
+    u = _UV_UNSOLVABLE.match(text)
+    return Relay(line.number, line.process, "", u["msg"], own=True) if u else None
 
 
 def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
@@ -561,6 +570,8 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
     prose = _PROSE_ERROR.search(text)
     if prose:
         said = prose["msg"].strip()
+        if text[prose.start("msg") - 1] in '`"“':  # the user quoted the error's words
+            said = said.rstrip('`"”')
         typed = TYPED_WORDS.match(said)
         if typed:  # ``which throws error: ValueError: ..``: the type is the error's own
             return Relay(line.number, line.process, typed["type"], typed["msg"], own=True)
