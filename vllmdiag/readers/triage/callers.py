@@ -110,6 +110,7 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "verl",
         "llamafactory",
         "xinference",
+        "minference",  # patches vLLM's model code for long-context inference
         "gpustack",
         "ragflow",
         "lighteval",
@@ -247,10 +248,21 @@ def same_project(a: str, b: str) -> bool:
     return False
 
 
-#: Folders a project keeps its runnable scripts in: a script under ``<project>/demo/``
-#: is that project's (GLM-4's ``basic_demo/glm_server.py``), not the user's own.
+#: Folders a project keeps its runnable scripts (or its server's code) in: a script under
+#: ``<project>/demo/`` is that project's (GLM-4's ``basic_demo/glm_server.py``), not the
+#: user's own.
 _SCRIPT_DIRS = frozenset(
-    {"demo", "demos", "basic_demo", "examples", "example", "scripts", "inference", "cookbook"}
+    {
+        "demo",
+        "demos",
+        "basic_demo",
+        "examples",
+        "example",
+        "scripts",
+        "inference",
+        "cookbook",
+        "backend",  # a web application's server half (``SQLBot/backend/apps/..``)
+    }
 )
 #: A checkout unpacked from a GitHub archive: ``<repository>-main``, ``<repository>-master``.
 _ARCHIVE = re.compile(r"^(?P<name>[\w.-]+?)-(?:main|master)$")

@@ -26,8 +26,12 @@ _JS_HTTP_STATUS = re.compile(
     r"\b(?:(?P<type>Error|\w+Error)|ERROR): "
     r"(?P<msg>(?:[\w ]{1,40}: )?[45]\d\d status code\b.*?)[\"”]?\.?$"
 )
-#: The same status pasted alone, without the client's label (``400 status code (no body)``).
-_BARE_JS_STATUS = re.compile(r"^(?P<msg>[45]\d\d status code\b.*?)\.?$")
+#: The same status pasted alone, without the client's label (``400 status code (no body)``),
+#: or inside a user's sentence (``I encountered a 400 status code (no body) error``).
+_BARE_JS_STATUS = re.compile(
+    r"^(?P<msg>[45]\d\d status code\b.*?)\.?$"
+    r"|(?:^|[\s:：])(?P<said>[45]\d\d status code \(no body\))"
+)
 #: A client's record of the status a server answered (goose's ``Request failed: Request
 #: failed with status: 422 Unprocessable Entity``, Xinference's client's ``Server error:
 #: 400 - <the server's message>``).
@@ -78,6 +82,12 @@ _ERROR_FIELD = re.compile(r"'error': (?P<q>['\"])(?P<msg>\S.+?)(?P=q)\}")
 _LOOSE_JSON_BODY = re.compile(
     r'"error",\s*"message": ?"(?P<msg>.+?)", ?"type": ?"(?P<type>[A-Z]\w*(?:Error|Exception))"'
 )
+#: An error body with a message and no type (``{"error": {"message": "Invalid or
+#: unsupported audio file."}}``).
+_UNTYPED_JSON_BODY = re.compile(r'^\{\s*"error":\s*\{\s*"message":\s*"(?P<msg>(?:[^"\\]|\\.)+)"')
+#: The OpenAI JavaScript client's error for a status with a body: the status, then the
+#: body's message (``400 As of transformers v4.44, default chat template is ..``).
+_JS_STATUS_MESSAGE = re.compile(r"^[45]\d\d (?P<msg>[A-Z][a-z]+ [^{}]{30,})$")
 _ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
 _JSON_ERROR = re.compile(
     r'^\{"error": ?"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>(?:[^"\\]|\\.)+)"'
@@ -166,9 +176,12 @@ def status(text: str) -> Said | None:
     j = _JS_HTTP_STATUS.search(text) if "status code" in text else None
     if j:
         return j["type"] or "", j["msg"], False
-    bare = _BARE_JS_STATUS.match(text) if "status code" in text else None
+    bare = _BARE_JS_STATUS.search(text) if "status code" in text else None
     if bare:
-        return "", bare["msg"], False
+        return "", bare["msg"] or bare["said"], False
+    said = _JS_STATUS_MESSAGE.match(text) if text[:1] in "45" else None
+    if said:
+        return "", said["msg"], False
     r = _REQUEST_STATUS.search(text) if "Request failed" in text else None
     if r:
         return "", r["msg"], False
@@ -201,7 +214,7 @@ def body(text: str) -> Said | None:
     said = body_error(text)
     if said is not None:
         return said[0], said[1], False
-    for pattern in (_LOOSE_JSON_BODY, _ERROR_FIELD):
+    for pattern in (_LOOSE_JSON_BODY, _ERROR_FIELD, _UNTYPED_JSON_BODY):
         b = pattern.search(text)
         if b:
             return b.groupdict().get("type") or "", b["msg"].strip(), False

@@ -76,6 +76,7 @@ LITERALS: tuple[bytes, ...] = (
     b"stored in KV cache",
     b"No module named",
     b"object has no attribute",
+    b"object is not ",  # ``'NoneType' object is not iterable``, printed alone
     b"undefined symbol",
     b"out of memory issue",
     b"ailed to start",  # a serving wrapper giving up on the server it started

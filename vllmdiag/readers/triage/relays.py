@@ -45,7 +45,13 @@ _REPR = re.compile(
 )
 #: A program's fatal error line, Go's cobra, Rust's anyhow and click print it so:
 #: ``Error: ModelFactory not initialized``.
-_PROGRAM_ERROR = re.compile(r"^Error: (?P<msg>[A-Za-z]\S*(?: \S+)+)$")
+#: click's words when it refuses a command line (``Error: Missing option '--target'``):
+#: a refused command line (``watch`` reads it), not a program's error.
+CLICK_REFUSAL = (
+    r"(?:Missing (?:option|argument|field|parameter)|No such (?:option|command)"
+    r"|Invalid value for|Got unexpected extra arguments?)\b"
+)
+_PROGRAM_ERROR = re.compile(rf"^Error: (?!{CLICK_REFUSAL})(?P<msg>[A-Za-z]\S*(?: \S+)+)$")
 #: A framework relaying a Python argument error without its type (RAGFlow's ``Fail to
 #: access model(VLLM/x).Completions.create() got an unexpected keyword argument 'y'``,
 #: a router's ``Error loading config file: X.__init__() missing 7 required ..``).
@@ -64,7 +70,7 @@ _MODEL_ACCESS = re.compile(
 #: ``7b-model: torch.cuda.OutOfMemoryError: ..``).
 _LABEL = re.compile(
     r"^(?:【[^】]{1,20}】\s*[:：]?|#\s*(?:Error|ERROR|error)\s*:"
-    r"|(?![\w.-]*(?:Error|Exception|Warning):)(?:[A-Za-z]{1,20} ){0,2}[\w.-]{1,40}:)\s*"
+    r"|(?![\w.-]*(?:Error|Exception|Warning):)(?:[\w.-]{1,20} ){0,2}[\w.-]{1,40} ?:)\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
 )
 #: An exception line a user's sentence names after its own word for it (``there is an
@@ -75,6 +81,17 @@ _SENTENCE_TYPED = re.compile(
     r"(?:\s+(?:occurs|occurred|happens|happened|appears|appeared))?|\bfailed with)"
     r"(?:\s*[:：]\s*|\s+)[\"“]?\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*?)\s*[\"”]?$"
+)
+#: A ``raise`` statement and its exception line run together on one line (``raise
+#: ValueError("No available memory .. " ValueError: No available memory ..``).
+_RAISE_GLUED = re.compile(
+    r"^raise [\w.]+\(.*?\s(?P<type>[A-Z][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
+)
+#: A builtin exception's line a user retyped in lower case (``valueerror: bfloat16 is
+#: only supported ..``): the type as printed.
+_LOWER_TYPED = re.compile(
+    r"^(?P<type>(?:value|type|runtime|import|attribute|key|index|os|modulenotfound|assertion"
+    r"|notimplemented|filenotfound|memory)error): (?P<msg>\S.*)$"
 )
 #: An exception line a user's sentence runs into after a comma (``I kept getting errors
 #: when running it, TypeError: ..``).
@@ -94,8 +111,8 @@ _C_ASSERT = re.compile(r"^(?:[\w.-]+: )?\S+:\d+: .+?: (?P<msg>Assertion `.+' fai
 #: The error's words in a user's sentence (``It resulted in the error: <msg>``).
 _PROSE_ERROR = re.compile(
     r"\b(?:resulted in|results in|got|get|gives?|gave|throws?|threw|raised?|shows?|showed"
-    r"|[Hh]ere is|[Hh]ere's)"
-    r" (?:the |this |an |a |following )?(?:error|exception)[:：] [`\"“]?"
+    r"|causes?|caused|[Hh]ere is|[Hh]ere's)"
+    r" (?:the |this |an |a |following )?(?:error|exception)(?:[:：] [`\"“]?| [`\"“] ?)"
     r"(?P<msg>[A-Za-z]\S*(?: \S+)+)$"
 )
 #: An error's own line, typed (its message may go on over lines: ``.`` takes them).
@@ -106,8 +123,8 @@ CJK = r"\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
 #: An exception line a user's sentence in Chinese or Japanese runs straight into, no space
 #: between (``vllm部署报错ValueError: ..``: "deploying vllm reports an error").
 _CJK_TYPED = re.compile(
-    rf"[{CJK}](?P<type>[A-Z][A-Za-z]*(?:Error|Exception)): "
-    r"(?P<msg>\S.*?)[\u3002\uff0e]?$"
+    rf"[{CJK}] ?(?P<type>[A-Z][A-Za-z]*(?:Error|Exception)): "
+    r"(?P<msg>\S[^\u3002]*?)(?:[\u3002\uff0e].*)?$"
 )
 #: One error of a server's pydantic validation list, as a client prints it after its own
 #: label (``validation error:``, then ``{'type': 'missing', 'loc': ('body',), ..}``).
@@ -127,7 +144,11 @@ _BODY_BELOW = re.compile(r"\b(?P<msg>Invalid response object from API:)\s*$")
 #: failed with exception: Runner has been initializing for too long: 300 seconds``), and
 #: vllm-omni's record of a stage's error on a request (``Stage 0 error on request <id>:
 #: list index out of range``): the error after their words.
-_RUNNER_FAILED = re.compile(r"^Runner failed with exception: (?P<msg>\S.*)$")
+_RUNNER_FAILED = re.compile(r"^`?Runner failed with exception: (?P<msg>\S.*?)`?$")
+#: An exception as its repr prints it (``RuntimeError('Cannot find any model weights')``).
+_EXCEPTION_REPR = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception))\((?P<q>['\"])(?P<msg>.*)(?P=q)\)$"
+)
 _STAGE_ERROR = re.compile(r"\bStage \d+ error on request \S+: (?P<msg>\S.*)$")
 #: vLLM's server's record that the chat template could not be applied to a request, the
 #: error after its words (a pydantic validation of the messages, the template's refusal).
@@ -158,6 +179,7 @@ _UNTYPED: tuple[re.Pattern[str], ...] = (
     re.compile(r"^Free memory on device \(.*\) on startup is less than desired GPU memory"),
     re.compile(r"^No module named '[\w.]+'$"),
     re.compile(r"^'[\w.]+' object has no attribute '\w+'$"),
+    re.compile(r"^'NoneType' object is not (?:iterable|subscriptable|callable)$"),
     re.compile(r"^\S+\.so(?:\.[\d.]+)?: undefined symbol: \S+$"),
     re.compile(r"^\w+ is set to -?\d+, which does not allow any tokens to be scheduled"),
     # an argument error pasted without its type (``EngineArgs.__init__() got an
@@ -557,6 +579,8 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
         or _SENTENCE_TYPED.search(text)
         or _COMMA_TYPED.search(text)
         or _QUOTED_TYPED.search(text)
+        or _RAISE_GLUED.match(text)
+        or _LOWER_TYPED.match(text)
     )
     if lab:
         return Relay(line.number, line.process, lab["type"], lab["msg"], own=True)
@@ -570,7 +594,7 @@ def _labelled(line: Line, text: str, error_record: bool) -> Relay | None:
     prose = _PROSE_ERROR.search(text)
     if prose:
         said = prose["msg"].strip()
-        if text[prose.start("msg") - 1] in '`"“':  # the user quoted the error's words
+        if any(q in text[prose.start() : prose.start("msg")] for q in '`"“'):  # quoted
             said = said.rstrip('`"”')
         typed = TYPED_WORDS.match(said)
         if typed:  # ``which throws error: ValueError: ..``: the type is the error's own
@@ -614,7 +638,12 @@ def _body_below(line: Line, text: str, error_record: bool) -> Relay | None:
 
 def _runner_or_stage(line: Line, text: str, error_record: bool) -> Relay | None:
     r = _RUNNER_FAILED.match(text) or _STAGE_ERROR.search(text)
-    return Relay(line.number, line.process, "", r["msg"]) if r else None
+    if r is None:
+        return None
+    said = _EXCEPTION_REPR.match(r["msg"])  # ``RuntimeError('Cannot find ..')``: typed
+    if said:
+        return Relay(line.number, line.process, said["type"], said["msg"])
+    return Relay(line.number, line.process, "", r["msg"])
 
 
 def _chat_template(line: Line, text: str, error_record: bool) -> Relay | None:

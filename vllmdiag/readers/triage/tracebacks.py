@@ -50,6 +50,9 @@ _BARE_FRAME = re.compile(r'^File [“"](?P<file>[^"”]+\.py)[”"]$')
 #: The same with its function but neither ``File`` nor the line number
 #: (``vllm/v1/core/sched/scheduler.py, in schedule``).
 _NAMED_FRAME = re.compile(r"^(?P<file>[\w./-]+\.py), in (?P<func>[\w<>.]+)$")
+#: A frame whose ``File "`` the paste cut off (``vllm/model_executor/models/registry.py",
+#: line 416, in inspect_model_cls``).
+_CUT_FRAME = re.compile(r'^(?P<file>[\w./-]+\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)$')
 #: IPython's frames (``File /x.py:177, in LLM.__init__(self, ..)``, ``Cell In[3], line
 #: 1``; IPython 7's ``/x.py in __init__(self, ..)``, ``<ipython-input-2-ab> in <module>``)
 #: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled); Colab's
@@ -108,7 +111,8 @@ _NEW = re.compile(
     r"|(?:\.{3,}|…|\[\.\.\.\])$|\([\w -]*$"
     r"|Process finished with exit code"  # an IDE's note that the run ended
     r"|error: subprocess-exited-with-error"  # pip's note under a build step's output
-    r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?)"  # a shell's prompt after the error
+    r"|(?:\([\w.-]+\) )*[\w.-]+@[\w.-]+:\S*[#$%] ?"  # a shell's prompt after the error
+    r"|(?:->|→|=>) \S)"  # a user's arrow to what came of it (``-> ..EngineDeadError``)
 )
 
 #: A message line a paste broke mid-word: it ends inside a word or number, and the next
@@ -444,6 +448,9 @@ class TracebackParser:
         named = _NAMED_FRAME.match(stripped) if ".py, in " in stripped else None
         if named:
             return Frame(named["file"], 0, named["func"])
+        cut = _CUT_FRAME.match(stripped) if '.py", line ' in stripped else None
+        if cut:
+            return Frame(cut["file"], int(cut["line"]), cut["func"])
         om = _OTHER_FRAME.match(stripped) if stripped[:1] in "FC/<[" or ".py" in stripped else None
         if om is None:
             if _PATH_PIECE.match(stripped):

@@ -49,6 +49,9 @@ _CLAP_ERROR = re.compile(
 #: click's report of a command that failed on its arguments, as BentoML's CLI prints it
 #: (``Error: [bentoml-cli] `serve` failed: Invalid Tag _service:svc``).
 _CLICK_ERROR = re.compile(r"^Error: \[(?P<prog>[\w.-]+)\] `(?P<cmd>[\w-]+)` failed: (?P<msg>.+)$")
+#: click's own refusal of a command line, which names no program (``Error: Missing
+#: option '--target'``, ``Error: No such option: --x``): the process that printed it.
+_CLICK_REFUSED = re.compile(rf"^Error: (?P<msg>{relays.CLICK_REFUSAL}.*)$")
 #: A shell refusing an option in a script (a container's entrypoint):
 #: ``/usr/bin/entrypoint.sh: line 6: exec: --: invalid option``.
 _SHELL_ERROR = re.compile(
@@ -116,11 +119,15 @@ class Watch:
         #: lines the relayed message may still go on over
         self._continuing = 0
 
-    def _refused(self, number: int, text: str) -> None:
+    def _refused(self, number: int, text: str, process: str) -> None:
         """A command line a CLI or a shell script refused, in their own formats."""
         k = _CLICK_ERROR.match(text)
         if k:
             self.cli_error = (number, k["msg"], f"{k['prog']} {k['cmd']}")
+            return
+        r = _CLICK_REFUSED.match(text)
+        if r:
+            self.cli_error = (number, r["msg"], process)
             return
         sh = _SHELL_ERROR.match(text)
         if sh:
@@ -147,7 +154,7 @@ class Watch:
         if not in_traceback:
             self.deaths.feed(line)
             if self.cli_error is None and ("rror: " in text or ": line " in text):
-                self._refused(number, text.strip())
+                self._refused(number, text.strip(), line.process)
             if self.cli_error is None and "error: " in text:
                 m = _CLI_ERROR.match(text.strip())
                 if m and m["prog"].strip().lower() in _NOT_A_CLI:
