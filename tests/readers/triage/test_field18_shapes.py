@@ -1,7 +1,8 @@
 """Readers and blame rules for what the seventeenth held-out corpus
 (``fixtures/logs/field18/``) showed: glibc's report of a failed C++ assert, a C++
 program's source place before its words, torch's report that a device backend did not
-load under the loader's own error, a user's label of two words, a typed error a sentence
+load under the loader's own error, transformers' lazy import nested over lines, a user's
+label of two words, a typed error a sentence
 runs into after a comma or quotes mid-sentence, an argument error pasted without its
 type, a vLLM version a user wrote down, vLLM's engine config classes, and new catalogue
 entries. Each on a minimal excerpt of the real shape, and on the fixture it was found
@@ -117,6 +118,25 @@ def test_an_argument_error_pasted_without_its_type_is_the_error(tmp_path: Path) 
     assert rc.origin == "caller"
 
 
+def test_transformers_lazy_import_relays_its_innermost_error_over_lines(
+    tmp_path: Path,
+) -> None:
+    rc = cause(
+        tmp_path,
+        "RuntimeError: Failed to import transformers.models.clip.modeling_clip because of "
+        "the following error (look up to see its traceback):\n"
+        "Failed to import transformers.generation.utils because of the following error "
+        "(look up to see its traceback):\n"
+        "'FieldInfo' object has no attribute 'required'\n",
+    )
+    assert (rc.type, rc.message, rc.evidence, rc.origin) == (
+        "",
+        "'FieldInfo' object has no attribute 'required'",
+        "wrapper-message",
+        "environment",
+    )
+
+
 def test_an_engine_config_class_lacking_an_attribute_was_asked_by_vllm(tmp_path: Path) -> None:
     rc = cause(tmp_path, "AttributeError: 'SchedulerConfig' object has no attribute 'x'\n")
     assert rc.origin == "vllm"
@@ -159,6 +179,7 @@ def test_new_catalogue_entries_blame_as_the_message_says(
         ("llm-compressor_1257_cannot_import_oneshot.log", "exception-line", "environment"),
         ("inference_4548_rerank_engineargs_task_kwarg.log", "exception-line", "caller"),
         ("vllm_26292_xgrammar_failed_advance_fsm.log", "exception-line", "unknown"),
+        ("vllm_4912_fieldinfo_no_attribute_required.log", "wrapper-message", "environment"),
         ("sendnn-inference_376_schedulerconfig_no_is_multi_step.log", "exception-line", "vllm"),
         ("vllm-ascend_11990_npugraph_capture_begin_207005.log", "traceback", "unknown"),
         ("dynamo_4934_multinode_tp_larger_than_gpus.log", "traceback", "config"),

@@ -152,8 +152,6 @@ STILL_MISSED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 # two errors a user listed (``or this one:``): the one with a traceback
                 # header is read, the hand reading took the last
                 "vllm_11617_eaddrinuse_get_open_port_tcpstore.log",
-                # transformers' lazy import relaying over three lines, the error untyped
-                "vllm_4912_fieldinfo_no_attribute_required.log",
                 # a client's typed error printed before LiteLLM's relay of a FastAPI detail
                 "openhands_7805_litellm_notfound_404.log",
                 # an Anthropic-style body cut mid-list, after a client's ``API Error: 400``

@@ -36,10 +36,22 @@ _REPR_END = re.compile(
 )
 
 
+#: The innermost error transformers' nested lazy import relays (``Failed to import X
+#: because of the following error (look up to see its traceback): Failed to import Y ..:
+#: <error>``).
+_LAZY_IMPORT = re.compile(
+    r"\(look up to see its traceback\):\s*(?P<msg>\S(?:(?!look up to see).)*)$"
+)
+
+
 def quoted(link: Link) -> tuple[str, str] | None:
     """(type, message) of the error a wrapper quotes; the type is empty when the quote
     names none. A quote cut off by the paste (or spread over lines) keeps its first
     line."""
+    lazy = _LAZY_IMPORT.search(link.message)
+    if lazy:
+        t = _TYPED.match(lazy["msg"])
+        return (t["type"], t["msg"]) if t else ("", lazy["msg"])
     o = _ORIGINAL.search(link.message)
     if o:
         return o["type"], o["msg"]

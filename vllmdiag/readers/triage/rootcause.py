@@ -57,6 +57,9 @@ WRAPPER = re.compile(
     r"|ChildFailedError: "
     # torch's compile wrapper: the error the backend raised is printed right below it
     r"|BackendCompilerFailed: backend='[^']+' raised:"
+    # transformers' lazy import relaying, as often nested as modules import each other,
+    # the error that broke an import (the innermost is quoted: ``fallback.quoted``)
+    r"|^RuntimeError: Failed to import [\w.]+ because of the following error \(look up to see"
     # frameworks' summaries of a failure whose own error they printed before: distilabel's
     # pipeline, LiteLLM's mapping of a provider's error (``VLLMException - <its message>``)
     r"|Failed to load all the steps"
