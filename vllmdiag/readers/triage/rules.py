@@ -63,6 +63,9 @@ _VLLM_MODULE = re.compile(r"'(?P<module>vllm(?:\.\w+)+)'")
 #: A Ray placement group's bundle resources in a node's resource list
 #: (``'GPU_group_0_5999116f..': 1.0``).
 _PLACEMENT_GROUP = re.compile(r"'GPU_group_(?:\d+_)?[0-9a-f]{16,}'")
+#: Part of a GPU left in a node's resource list (``'GPU': 0.05``): other actors hold the
+#: rest of it.
+_FRACTIONAL_GPU = re.compile(r"'GPU': 0\.\d*[1-9]")
 
 
 #: A missing module's top package (``No module named 'cosyvoice.vllm'``).
@@ -207,6 +210,14 @@ def _placement(c: _Case) -> Blame:
             None,
             "the node's GPUs are held by a placement group's bundles (GPU_group_..), which the "
             "code driving vLLM made: its placement, or the machine, which is not in view",
+        )
+    if _FRACTIONAL_GPU.search(c.message):
+        return Blame(
+            "unknown",
+            None,
+            "Ray's accounting shows part of the node's GPU left ('GPU': 0.x): other actors "
+            "hold the rest, by the placement of the code driving vLLM or the machine's other "
+            "work, which is not in view",
         )
     if c.seen.failed_plugin is not None:
         return Blame(
