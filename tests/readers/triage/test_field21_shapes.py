@@ -12,22 +12,23 @@ import pytest
 from tests.support.triage import cause, fixture_cause
 
 
-def test_a_gpu_partly_held_by_other_actors_does_not_blame_the_machine(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("resources", "origin"),
+    [
+        # part of the GPU left: other actors hold the rest, not the machine's alone
+        ("{'memory': 36000000000.0, 'GPU': 0.05, 'CPU': 8.0}", "unknown"),
+        # no GPU at all on the node: still the machine's
+        ("{'memory': 36000000000.0, 'CPU': 8.0}", "environment"),
+    ],
+)
+def test_a_node_without_a_free_gpu_is_blamed_by_what_rays_accounting_shows(
+    tmp_path: Path, resources: str, origin: str
+) -> None:
     rc = cause(
         tmp_path,
-        "ValueError: Current node has no GPU available. current_node_resource={'memory': "
-        "36000000000.0, 'GPU': 0.05, 'CPU': 8.0}.\n",
+        f"ValueError: Current node has no GPU available. current_node_resource={resources}.\n",
     )
-    assert rc.origin == "unknown"
-
-
-def test_no_gpu_at_all_on_the_node_is_still_the_machines(tmp_path: Path) -> None:
-    rc = cause(
-        tmp_path,
-        "ValueError: Current node has no GPU available. current_node_resource={'memory': "
-        "36000000000.0, 'CPU': 8.0}.\n",
-    )
-    assert rc.origin == "environment"
+    assert rc.origin == origin
 
 
 def test_auto_tool_choice_outside_harmony_is_the_users_setting(tmp_path: Path) -> None:

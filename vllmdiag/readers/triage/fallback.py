@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from vllmdiag.readers.triage.httperrors import quoted_body
+from vllmdiag.readers.triage.relays import lazy_import_error
 from vllmdiag.readers.triage.tracebacks import Link
 from vllmdiag.readers.triage.triaged import Evidence
 
@@ -36,22 +37,13 @@ _REPR_END = re.compile(
 )
 
 
-#: The innermost error transformers' nested lazy import relays (``Failed to import X
-#: because of the following error (look up to see its traceback): Failed to import Y ..:
-#: <error>``).
-_LAZY_IMPORT = re.compile(
-    r"\(look up to see its traceback\):\s*(?P<msg>\S(?:(?!look up to see).)*)$"
-)
-
-
 def quoted(link: Link) -> tuple[str, str] | None:
     """(type, message) of the error a wrapper quotes; the type is empty when the quote
     names none. A quote cut off by the paste (or spread over lines) keeps its first
     line."""
-    lazy = _LAZY_IMPORT.search(link.message)
+    lazy = lazy_import_error(link.message)
     if lazy:
-        t = _TYPED.match(lazy["msg"])
-        return (t["type"], t["msg"]) if t else ("", lazy["msg"])
+        return lazy
     o = _ORIGINAL.search(link.message)
     if o:
         return o["type"], o["msg"]

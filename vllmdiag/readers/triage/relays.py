@@ -298,9 +298,8 @@ _API_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w* )?API error: (?!Error code: )(?P<m
 #: transformers' lazy import relaying what failed, nested as often as modules import
 #: each other (``Failed to import X because of the following error (look up to see its
 #: traceback): Failed to import Y because of ..: <error>``): the innermost is the error.
-_LAZY_IMPORT = re.compile(
-    r"^.*because of the following error \(look up to see its traceback\):\s*(?P<msg>\S.*)$"
-)
+LAZY_IMPORT_MARK = r"because of the following error \(look up to see its traceback\):"
+_LAZY_IMPORT = re.compile(rf"{LAZY_IMPORT_MARK}\s*(?P<msg>\S(?:(?!look up to see).)*)$")
 #: A CUDA call's check in compiled code, by file and line (vLLM's custom all-reduce:
 #: ``Failed: Cuda error /x/csrc/custom_all_reduce.cuh:417 'resource already mapped'``).
 _CUDA_CHECK = re.compile(r"^Failed: (?:Cuda|CUDA|HIP) error \S+:\d+ '[^']+'")
@@ -421,14 +420,20 @@ def _backticked(line: Line, text: str, error_record: bool) -> Relay | None:
     return Relay(line.number, line.process, typ, q["msg"].strip(), own=True)
 
 
-def _lazy_import(line: Line, text: str, error_record: bool) -> Relay | None:
-    z = _LAZY_IMPORT.match(text) if "look up to see its traceback" in text else None
+def lazy_import_error(text: str) -> tuple[str, str] | None:
+    """(type, message) of the innermost error transformers' nested lazy import relays in
+    ``text`` (the type empty where the error names none), or None: no such relay, or one
+    whose innermost error is not in ``text``."""
+    z = _LAZY_IMPORT.search(text) if "look up to see its traceback" in text else None
     if z is None or "because of the following error" in z["msg"]:
         return None
     typed = TYPED_WORDS.match(z["msg"])
-    if typed:
-        return Relay(line.number, line.process, typed["type"], typed["msg"])
-    return Relay(line.number, line.process, "", z["msg"])
+    return (typed["type"], typed["msg"]) if typed else ("", z["msg"])
+
+
+def _lazy_import(line: Line, text: str, error_record: bool) -> Relay | None:
+    said = lazy_import_error(text)
+    return Relay(line.number, line.process, *said) if said else None
 
 
 def _pip(line: Line, text: str, error_record: bool) -> Relay | None:

@@ -41,7 +41,7 @@ from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.fallback import quoted, unknown_note
 from vllmdiag.readers.triage.lines import MAIN
 from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
-from vllmdiag.readers.triage.relays import Relay
+from vllmdiag.readers.triage.relays import LAZY_IMPORT_MARK, Relay
 from vllmdiag.readers.triage.signature import signature
 from vllmdiag.readers.triage.tracebacks import Link, Traceback
 from vllmdiag.readers.triage.triaged import Evidence, LogTriage, RootCause, Skipped
@@ -59,7 +59,7 @@ WRAPPER = re.compile(
     r"|BackendCompilerFailed: backend='[^']+' raised:"
     # transformers' lazy import relaying, as often nested as modules import each other,
     # the error that broke an import (the innermost is quoted: ``fallback.quoted``)
-    r"|^RuntimeError: Failed to import [\w.]+ because of the following error \(look up to see"
+    rf"|^RuntimeError: Failed to import [\w.]+ {LAZY_IMPORT_MARK}"
     # frameworks' summaries of a failure whose own error they printed before: distilabel's
     # pipeline, LiteLLM's mapping of a provider's error (``VLLMException - <its message>``)
     r"|Failed to load all the steps"
