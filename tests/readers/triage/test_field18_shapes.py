@@ -4,7 +4,8 @@ program's source place before its words, torch's report that a device backend di
 load under the loader's own error, transformers' lazy import nested over lines, a user's
 label of two words, a typed error a sentence
 runs into after a comma or quotes mid-sentence, an argument error pasted without its
-type, a vLLM version a user wrote down, vLLM's engine config classes, and new catalogue
+type, a platform plugin's own call with a keyword vLLM dropped, a vLLM version a user
+wrote down, vLLM's engine config classes, and new catalogue
 entries. Each on a minimal excerpt of the real shape, and on the fixture it was found
 in."""
 
@@ -143,6 +144,26 @@ def test_an_engine_config_class_lacking_an_attribute_was_asked_by_vllm(tmp_path:
 
 
 @pytest.mark.parametrize(
+    ("plugin", "origin", "package"),
+    [("vllm_spyre", "dependency", "vllm_spyre"), ("vllm_omni", "caller", "vllm_omni")],
+)
+def test_a_platform_plugins_own_call_with_a_dropped_keyword_is_the_plugins(
+    tmp_path: Path, plugin: str, origin: str, package: str
+) -> None:
+    # vllm-spyre is a platform plugin: its own code is its own (dependency); vllm-omni
+    # drives vLLM, a framework (caller)
+    rc = cause(
+        tmp_path,
+        "Traceback (most recent call last):\n"
+        f'  File "/venv/lib/python3.12/site-packages/{plugin}/v1/worker/worker.py", line 9, '
+        "in _warmup\n"
+        "    NewRequestData(prompt=p)\n"
+        "TypeError: NewRequestData.__init__() got an unexpected keyword argument 'prompt'\n",
+    )
+    assert (rc.origin, rc.package) == (origin, package)
+
+
+@pytest.mark.parametrize(
     ("text", "origin"),
     [
         ("RuntimeError: FlashInfer requires GPUs with sm75 or higher\n", "environment"),
@@ -181,6 +202,7 @@ def test_new_catalogue_entries_blame_as_the_message_says(
         ("vllm_26292_xgrammar_failed_advance_fsm.log", "exception-line", "unknown"),
         ("vllm_4912_fieldinfo_no_attribute_required.log", "wrapper-message", "environment"),
         ("sendnn-inference_376_schedulerconfig_no_is_multi_step.log", "exception-line", "vllm"),
+        ("sendnn-inference_121_newrequestdata_unexpected_prompt.log", "traceback", "dependency"),
         ("vllm-ascend_11990_npugraph_capture_begin_207005.log", "traceback", "unknown"),
         ("dynamo_4934_multinode_tp_larger_than_gpus.log", "traceback", "config"),
     ],

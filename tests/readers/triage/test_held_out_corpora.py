@@ -166,8 +166,6 @@ STILL_MISSED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
             {
                 # a ``File "<string>"`` frame of code that ``eval`` ran, read as a script
                 "vllm_8212_fastapi_pydanticundefinedtype_not_subscriptable.log",
-                # a platform plugin passing vLLM a keyword it dropped: read as a framework
-                "sendnn-inference_121_newrequestdata_unexpected_prompt.log",
                 # a launcher's own script refusing a flag, no value shown: read as the user's
                 "dynamo_977_serve_dynamo_unrecognized_common_configs.log",
                 # the framework is named only in the user's notes (``pip3 install xinference``)

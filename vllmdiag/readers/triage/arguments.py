@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from vllmdiag.readers.triage.callers import FRAMEWORKS, project_of
+from vllmdiag.readers.triage.callers import FRAMEWORKS, LOCKSTEP, project_of
 from vllmdiag.readers.triage.lookups import Frame
 from vllmdiag.readers.triage.parties import (
     CARRIERS,
@@ -186,6 +186,13 @@ def by_passer(
             "vllm", "vllm", "vLLM's own code called itself with arguments it does not take"
         )
     assert isinstance(passer, Frame)
+    if passer.place == "dependency" and passer.package in LOCKSTEP - FRAMEWORKS:
+        return Blame(
+            "dependency",
+            passer.package,
+            f"{passer.package}, a vLLM platform plugin, called vLLM with arguments this "
+            f"vLLM does not take: the {kind} is about the values its own code passed",
+        )
     if passer.place == "dependency":
         return Blame(
             "caller",
