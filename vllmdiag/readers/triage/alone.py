@@ -7,6 +7,8 @@ paste's final lines whose words the catalogue knows as a failure is that error's
 line: the catalogue is what says it is an error at all, so a line it does not know is
 never taken, nor one where only a word or two of it matched (``Aborted``), a record
 logged below error level, a line of source code, or the text of a Python warning.
+Where a user's sentence quotes the error (in double quotes or backticks) or runs into
+it (``.. but I got ValueError: ..``), the quote, or what follows the type, is the error.
 Where a program's words saying what failed stand before the error's (``Failed to derive
 max model length: cannot import name ..``), the line relays that error. A pretty-printed
 HTTP error body's ``"message"`` line is taken whatever its words where the body's
@@ -48,6 +50,11 @@ _RELAY_WORDS = re.compile(
     r"\b(?:[Ff]ailed to|[Ff]ail to|[Ee]rror (?:in|while|during|when|\w+ing)|[Uu]nable to"
     r"|[Cc]ould not)\b|[a-z]Exception(?::| -) ?$"
 )
+#: A user's sentence naming what follows as the error (``.. but Error out: <error>``):
+#: the error's own line, after the user's words.
+_SENTENCE_LABEL = re.compile(
+    r"\b(?:but|and|then|got|get|an?|the|this)\s+(?:[Ee]rror|ERROR)(?: out)?(?::| -) ?$"
+)
 _SEPARATOR = re.compile(r"(?::| -) ?(?=\S)")
 #: An HTTP error body pretty-printed over lines: its ``"message"`` line
 #: (``httperrors.BODY_LINE``, or read with its quotes plain where a paste made them
@@ -57,6 +64,13 @@ _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
 #: The line as a user quoted it: in double quotes or backticks, each closed by its own
 #: kind (a line that opens with a backticked name and ends with a quoted word is no quote).
 _QUOTED = re.compile(r'^(?:["“]\s*(?P<inner>\S.*?)\s*["”]|`\s*(?P<ticked>\S.*?)\s*`)$')
+#: A pair of double quotes (plain or typographic) or of backticks around a user's quote,
+#: the nearest closing mark (``_PAIRS``) or the farthest (``_OUTER``: a quote with
+#: backticks of its own inside, ```Cannot set `add_generation_prompt` to True ..` ``).
+_PAIRS = re.compile(r'["“](?P<dq>[^"“”]+)["”]|`(?P<bt>[^`]+)`')
+_OUTER = re.compile(r'["“](?P<dq>.+)["”]|`(?P<bt>.+)`')
+#: A typed error's head inside a user's sentence (``.. but I got ValueError: ``).
+_TYPE_IN_SENTENCE = re.compile(r"(?<![\w.])(?P<type>[A-Z][\w.]*(?:Error|Exception)): ")
 #: A sentence in Chinese or Japanese that ends right where the error's words start
 #: (``..评测，报错You passed 513 input tokens ..``: "reported the error").
 _CJK_BEFORE = re.compile(f"[{CJK}]$")
@@ -94,43 +108,87 @@ def known_alone(
             continue
         if line.level is None and line.record is not None and not is_error_record(line):
             continue  # another logger's record below error level (glog's ``[W ..]``)
-        text = line.text.strip()
-        quoted = _QUOTED.match(text)
+        whole = line.text.strip()
+        quoted = _QUOTED.match(whole)
         if quoted:
-            text = quoted["inner"] or quoted["ticked"]
-        if not text or len(text) > _LONGEST or _SOURCE.match(text):
+            whole = quoted["inner"] or quoted["ticked"]
+        if not whole or len(whole) > _LONGEST or _SOURCE.match(whole):
             continue
-        if skip.search(text) or _ELSEWHERE.search(text):
+        if skip.search(whole) or _ELSEWHERE.search(whole):
             continue
-        text = _SOURCE_PLACE.sub("", _LABEL.sub("", text))
-        typed = _TYPED.match(text)
-        typ, msg = (typed["type"], typed["msg"]) if typed else ("", text)
-        body = BODY_LINE.match(text) or _LOOSE_BODY.match(text.translate(_PLAIN_QUOTES))
-        if body:
-            # the message as pasted (the loose match read the line with its quotes plain)
-            msg = text[body.start("msg") : body.end("msg")]
-            later = (
-                BODY_TYPE_LINE.match(k.text.strip().translate(_PLAIN_QUOTES))
-                for k in ending
-                if k.number > line.number
-            )
-            typ = next((t["type"] for t in later if t), "")
-            if typ:  # a body whose type line names an exception: an error body, known or not
-                return Relay(line.number, line.process, typ, msg, own=True)
-        hit = match(cat, typ, msg.translate(_PLAIN_QUOTES), [], version)
-        if hit is None or hit.entry.benign or hit.entry.raised_by is not None:
-            continue
-        words = hit.entry.pattern.search(msg) or hit.entry.pattern.search(text)
-        if words is None or len(words.group()) < _WORDS:
-            continue
-        relayed = _relayed(msg, words.start()) if not typ and words.string is msg else None
-        if relayed is not None:
-            return Relay(line.number, line.process, "", relayed, context=msg[: -len(relayed)])
-        if not typ and words.string is msg and _CJK_BEFORE.search(msg, 0, words.start()):
-            # a sentence in Chinese or Japanese runs straight into the error's words
-            return Relay(line.number, line.process, "", msg[words.start() :], own=True)
-        return Relay(line.number, line.process, typ, msg, own=True)
+        # the error a user's sentence quotes, then the line as a whole (an error body's
+        # line is read whole: its quotes are JSON's)
+        body = BODY_LINE.match(whole) or _LOOSE_BODY.match(whole.translate(_PLAIN_QUOTES))
+        for text in (*(() if body else _quotes_in(whole)), whole):
+            got = _read(text, line, ending, cat, version)
+            if got is not None:
+                return got
     return None
+
+
+def _quotes_in(text: str) -> list[str]:
+    """What a user's sentence quotes (``it fails with "no kernel image is available .."``,
+    ``I get this error "KeyError: '..'" Can anyone ..``): each span between a pair of double
+    quotes or backticks, the last first, then the outermost pair of each kind (a quote
+    with backticks inside it); markdown's bold marks dropped. Only spans with a word
+    space in them: a quoted name alone is not an error."""
+    spans: list[str] = []
+    for pair in (_PAIRS, _OUTER):
+        spans += [next(g for g in m.groups() if g is not None) for m in pair.finditer(text)][::-1]
+    out = [s.replace("**", "").strip() for s in spans]
+    return [s for s in dict.fromkeys(out) if " " in s and s != text]
+
+
+def _read(
+    text: str, line: Line, ending: Sequence[Line], cat: Catalogue, version: str | None
+) -> Relay | None:
+    """The error ``text`` (a line of the paste, or what it quotes) is, where the catalogue
+    knows its words as a failure (or an error body's type line says it is one)."""
+    text = _SOURCE_PLACE.sub("", _LABEL.sub("", text))
+    typed = _TYPED.match(text)
+    typ, msg = (typed["type"], typed["msg"]) if typed else ("", text)
+    body = BODY_LINE.match(text) or _LOOSE_BODY.match(text.translate(_PLAIN_QUOTES))
+    if body:
+        # the message as pasted (the loose match read the line with its quotes plain)
+        msg = text[body.start("msg") : body.end("msg")]
+        later = (
+            BODY_TYPE_LINE.match(k.text.strip().translate(_PLAIN_QUOTES))
+            for k in ending
+            if k.number > line.number
+        )
+        typ = next((t["type"] for t in later if t), "")
+        if typ:  # a body whose type line names an exception: an error body, known or not
+            return Relay(line.number, line.process, typ, msg, own=True)
+    hit = match(cat, typ, msg.translate(_PLAIN_QUOTES), [], version)
+    if hit is None or hit.entry.benign or hit.entry.raised_by is not None:
+        return None
+    words = hit.entry.pattern.search(msg) or hit.entry.pattern.search(text)
+    if words is None or len(words.group()) < _WORDS:
+        return None
+    if not typ and words.string is msg:
+        inner = _typed_before(msg, words.start())
+        if inner is not None:  # a sentence runs into the error's typed line
+            return Relay(line.number, line.process, inner[0], inner[1], own=True)
+        own = _labelled(msg, words.start())
+        if own is not None:
+            return Relay(line.number, line.process, "", own, own=True)
+    relayed = _relayed(msg, words.start()) if not typ and words.string is msg else None
+    if relayed is not None:
+        return Relay(line.number, line.process, "", relayed, context=msg[: -len(relayed)])
+    if not typ and words.string is msg and _CJK_BEFORE.search(msg, 0, words.start()):
+        # a sentence in Chinese or Japanese runs straight into the error's words
+        return Relay(line.number, line.process, "", msg[words.start() :], own=True)
+    return Relay(line.number, line.process, typ, msg, own=True)
+
+
+def _typed_before(msg: str, start: int) -> tuple[str, str] | None:
+    """(type, message) where a user's sentence runs into a typed error line before the
+    words the catalogue knows (``.. but I got ValueError: X does not support LoRA yet.``):
+    the last type named before ``start``, and what follows it."""
+    last = None
+    for m in _TYPE_IN_SENTENCE.finditer(msg, 0, start):
+        last = m
+    return (last["type"], msg[last.end() :]) if last is not None else None
 
 
 def _relayed(msg: str, start: int) -> str | None:
@@ -142,3 +200,10 @@ def _relayed(msg: str, start: int) -> str | None:
     if not cuts or not _RELAY_WORDS.search(msg[: cuts[-1]]):
         return None
     return msg[cuts[-1] :]
+
+
+def _labelled(msg: str, start: int) -> str | None:
+    """The error's words after a user's sentence names them as the error, before
+    ``start`` (where the catalogue's words begin); else None."""
+    cuts = [m.end() for m in _SEPARATOR.finditer(msg, 0, start + 1) if m.end() <= start]
+    return msg[cuts[-1] :] if cuts and _SENTENCE_LABEL.search(msg[: cuts[-1]]) else None

@@ -176,11 +176,13 @@ LOCKSTEP: frozenset[str] = frozenset(
     {"vllm_omni", "vllm_ascend", "vllm_gaudi", "vllm_spyre", "vllm_metal", "tpu_inference"}
 )
 #: Frameworks whose code lies in a folder of another name, by a stretch of the path:
-#: KServe's Hugging Face server, Triton's vLLM backend.
+#: KServe's Hugging Face server, Triton's vLLM backend, Outlines' server.
 _PATH_PROJECTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:^|/)huggingfaceserver/"), "kserve"),
     (re.compile(r"(?:^|/)tritonserver/backends/vllm/"), "triton-vllm-backend"),
     (re.compile(r"(?:^|/)unsloth_compiled_cache/"), "unsloth"),
+    # Outlines' own OpenAI-style server, which runs vLLM (``python -m outlines.serve.serve``)
+    (re.compile(r"(?:^|/)outlines/serve/"), "outlines"),
     # dots.ocr's model folder, whose vLLM model file its README has the ``vllm`` script
     # import (``/dotsocr/weights/DotsOCR/modeling_dots_ocr_vllm.py``)
     (re.compile(r"(?:^|/)DotsOCR/|(?:^|/)dotsocr/"), "dots.ocr"),
@@ -315,13 +317,20 @@ def project_of(path: str) -> str | None:
     return None
 
 
+def path_project(path: str) -> str | None:
+    """The framework a stretch of the path names, where its code lies in a folder of
+    another name (an installed package's too: ``site-packages/outlines/serve/``)."""
+    norm = path.replace("\\", "/")
+    return next((project for pattern, project in _PATH_PROJECTS if pattern.search(norm)), None)
+
+
 def framework_in(path: str) -> str | None:
     """The framework whose checkout a frame's path lies in (``.../sglang/python/sglang/
     srt/x.py``: sglang; ``.../BentoVLLM/x/utils.py``: bentovllm), or None."""
     norm = path.replace("\\", "/")
-    for pattern, project in _PATH_PROJECTS:
-        if pattern.search(norm):
-            return project
+    named = path_project(norm)
+    if named is not None:
+        return named
     parts = [p for p in norm.split("/") if p][:-1]
     for part in reversed(parts):
         if part.lower() in FRAMEWORKS:

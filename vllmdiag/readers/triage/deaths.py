@@ -212,6 +212,8 @@ RULES: tuple[_Rule, ...] = (
             r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"
             r"|^srun: error: \S+: tasks? [\d,-]+: (?:Killed|Segmentation fault|Aborted)"
             r"|^(?:Illegal instruction|Bus error|Floating point exception)(?: \(core dumped\))?$"
+            # the shell's "Segmentation fault (core dumped)" in a Chinese locale
+            r"|^段错误(?: ?[(（]核心已转储[)）])?$"
         ),
         "signal",
         "unknown",

@@ -27,6 +27,9 @@ _REQUEST_FAILED = re.compile(
 )
 #: LiteLLM's mapping of a provider's error: ``APIConnectionError: VLLMException - <msg>``.
 _LABELLED = re.compile(r"\b[A-Z]\w*Exception - (?P<msg>\S.*)$")
+#: A client's exception whose message is the status and the server's words as plain
+#: text (``Error code: 400 - You passed 8193 input tokens ..``).
+_STATUS_TEXT = re.compile(r"^Error code: [45]\d\d - (?P<msg>[^{\s].*)$")
 #: PaddleX's record of the error one of its pipeline's workers got (``RuntimeError:
 #: Exception from the 'vlm' worker: Connection error.``, its VL model's client's).
 _WORKER_GOT = re.compile(r"^Exception from the '[\w.-]+' worker: (?P<msg>\S.*)$")
@@ -57,6 +60,9 @@ def quoted(link: Link) -> tuple[str, str] | None:
     body = quoted_body(link.message)
     if body is not None:
         return body
+    text = _STATUS_TEXT.match(link.message)
+    if text:
+        return "", text["msg"]
     r = _REPR_END.search(link.message) if link.message.endswith(")") else None
     if r:
         return r["type"], r["msg"]

@@ -63,6 +63,9 @@ _OPENAI_UNTYPED = re.compile(r"Error code: \d{3} - \{'message': (?P<q>['\"])(?P<
 _JSON_BODY = re.compile(
     r'\{"object": ?"error", ?"message": ?"(?P<msg>.*?)", ?"type": ?"(?P<type>[^"]*)"'
 )
+#: The same JSON body without a type (FastChat's ``{"object":"error","message":"Not
+#: Found","code":50001}``).
+_JSON_UNTYPED = re.compile(r'\{"object": ?"error", ?"message": ?"(?P<msg>(?:[^"\\]|\\.)*)"[,}]')
 #: The body as OpenAI's API (and newer vLLM) nests it: ``{"error": {"message": "..", "type":
 #: "BadRequestError", ..}}``; the message is JSON, its escapes read.
 _JSON_NESTED = re.compile(
@@ -89,6 +92,12 @@ _UNTYPED_JSON_BODY = re.compile(r'^\{\s*"error":\s*\{\s*"message":\s*"(?P<msg>(?
 #: body's message (``400 As of transformers v4.44, default chat template is ..``).
 _JS_STATUS_MESSAGE = re.compile(r"^[45]\d\d (?P<msg>[A-Z][a-z]+ [^{}]{30,})$")
 _ERROR_INFO = re.compile(r"ErrorInfo\(message=(?P<q>['\"])(?P<msg>.*?)(?P=q), type='(?P<type>\w+)'")
+#: The error object the OpenAI client decoded in place of a result, as its repr prints it
+#: (``ChatCompletion(id=None, .. object='error', .. message="..", param=None,
+#: type='BadRequestError')``).
+_ERROR_OBJECT = re.compile(
+    r"\bobject='error',.*?\bmessage=(?P<q>['\"])(?P<msg>.*?)(?P=q), .*?\btype='(?P<type>\w+)'"
+)
 _JSON_ERROR = re.compile(
     r'^\{"error": ?"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>(?:[^"\\]|\\.)+)"'
 )
@@ -124,6 +133,9 @@ def body_error(text: str) -> tuple[str, str] | None:
     j = _JSON_BODY.search(text)
     if j:
         return _exception_type(j["type"]), j["msg"].strip()
+    u = _JSON_UNTYPED.search(text)
+    if u:
+        return "", u["msg"].strip()
     n = _JSON_NESTED.search(text)
     if n:
         try:
@@ -205,9 +217,9 @@ def context_length(text: str) -> Said | None:
 
 def body(text: str) -> Said | None:
     """The error an HTTP error body holds, as a client logs it: OpenAI's client, vLLM's
-    ``ErrorInfo``, a JSON ``{"error": "Type : msg"}``, OpenAI's body without a type, a
-    JSON body on one line."""
-    for pattern in (_OPENAI_BODY, _REPR_BODY, _ERROR_INFO, _JSON_ERROR):
+    ``ErrorInfo``, the error object the OpenAI client decoded, a JSON ``{"error": "Type :
+    msg"}``, OpenAI's body without a type, a JSON body on one line."""
+    for pattern in (_OPENAI_BODY, _REPR_BODY, _ERROR_INFO, _ERROR_OBJECT, _JSON_ERROR):
         b = pattern.search(text)
         if b:
             return b["type"], b["msg"].strip(), False

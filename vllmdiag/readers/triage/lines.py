@@ -72,6 +72,8 @@ def _tag(text: str) -> tuple[str, str] | None:
         return None
     if p.group("name"):
         proc = f"{p.group('name')} pid={p.group('pid')}"
+    elif p.group("lost"):
+        proc = f"{p.group('lost')} pid={p.group('lpid')}"
     elif p.group("rpid"):
         proc = f"pid={p.group('rpid')}"
     elif p.group("rank"):

@@ -89,9 +89,12 @@ def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, st
         p = "/".join(parts)
     dirs = parts[:-1]
     for i, part in enumerate(dirs):
-        if part == "vllm" and i + 1 < len(dirs):  # a checkout: .../vllm/vllm/engine/x.py
+        framework_above = any(d.lower() in FRAMEWORKS for d in dirs[:i])
+        if part == "vllm" and i + 1 < len(dirs) and not framework_above:
+            # a checkout: .../vllm/vllm/engine/x.py (a copy of vLLM's code a framework
+            # keeps in its own checkout, verl's third_party/vllm/, is the framework's)
             return "vllm", "vllm"
-        if _PLUGIN.match(part) and not any(d.lower() in FRAMEWORKS for d in dirs[:i]):
+        if _PLUGIN.match(part) and not framework_above:
             # a vLLM platform plugin's checkout: .../vllm_ascend/x.py (a folder of that
             # shape inside a framework's checkout, verl's vllm_rollout/, is the framework's)
             return "dependency", part

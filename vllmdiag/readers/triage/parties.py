@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from vllmdiag.readers.triage.callers import FRAMEWORKS, framework_in, project_of
+from vllmdiag.readers.triage.callers import FRAMEWORKS, framework_in, path_project, project_of
 from vllmdiag.readers.triage.lookups import Frame
 from vllmdiag.readers.triage.origin import classify
 
@@ -137,6 +137,8 @@ def framework_of(frame: Frame) -> str | None:
     or a file inside its checkout."""
     if frame.place == "dependency" and frame.package in FRAMEWORKS:
         return frame.package
+    if frame.place == "dependency" and path_project(frame.file) is not None:
+        return path_project(frame.file)  # a framework inside a library's package
     if frame.package == "ray" and _RAY_LLM.search(frame.file.replace("\\", "/")):
         return "ray"  # Ray Serve LLM and Ray Data LLM drive vLLM (Ray itself only relays)
     if frame.place == "user" and frame.file:

@@ -89,7 +89,8 @@ COMPOSE = re.compile(r"^[A-Za-z0-9][\w.-]*[ \t]+\|[ \t]?")
 #: ``Actor(name)``, a Serve replica ``ServeReplica:app:Deployment``, a Ray Data worker
 #: ``MapWorker(MapBatches(UDF))``), ``(pid=N)``, newer ``(Engine (DP0))``, Ray's own
 #: daemons (``(raylet)``, ``(raylet, ip=..)``, ``(autoscaler +2m13s)``), torch's
-#: ``[rankN]:``, SGLang's ``[date TP0]`` (its ranks name the process).
+#: ``[rankN]:``, a tag of vLLM's whose ``(`` a paste lost, SGLang's ``[date TP0]`` (its
+#: ranks name the process).
 PROCESS = re.compile(
     r"^(?:\((?:"
     r"(?P<name>[A-Za-z_][\w:.-]*(?:\((?:[^()\s]|\([^()\s]*\))*\))?(?: \(\w+\)| rank=\d+)?)"
@@ -100,6 +101,9 @@ PROCESS = re.compile(
     r"(?:, ip=[^)]*| \+[\dhms]+)?"
     r")\) ?"
     r"|\[rank(?P<rank>\d+)\]: ?"
+    # a tag of vLLM's own processes whose opening parenthesis the paste lost
+    # (``EngineCore_0 pid=1248800) ValueError: ..``)
+    r"|(?P<lost>(?:EngineCore|Worker|APIServer|VllmWorker)\w*(?: rank=\d+)?) pid=(?P<lpid>\d+)\) "
     r"|\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?P<ranks>(?: (?:DP|TP|PP|EP|CP)\d+)+)\] )"
 )
 

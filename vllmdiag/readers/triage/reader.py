@@ -57,6 +57,7 @@ LITERALS: tuple[bytes, ...] = (
     b"maximum context length",
     b'File "',  # a frame: stack pasted without its header or exception line (or indent)
     "失败".encode(),  # "failed", in Chinese-language pastes
+    "段错误".encode(),  # "Segmentation fault", as a shell in a Chinese locale reports it
     b"unexpected keyword",  # Python's argument errors, quoted without their type
     b"positional argument",
     b"keyword-only argument",

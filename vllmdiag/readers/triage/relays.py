@@ -75,12 +75,15 @@ _LABEL = re.compile(
 )
 #: An exception line a user's sentence names after its own word for it (``there is an
 #: attribute error: AttributeError: ..``, ``I meet the bug RuntimeError: ..``, ``I keep
-#: hitting this error “ openai_harmony.HarmonyError: ..”``).
+#: hitting this error “ openai_harmony.HarmonyError: ..”``, ``I get this error "KeyError:
+#: '..'" Can anyone help ..``).
 _SENTENCE_TYPED = re.compile(
     r"(?:\b(?:an?|the|this|that|following)\s+(?:\w+\s+)?(?:error|exception|bug)\b"
     r"(?:\s+(?:occurs|occurred|happens|happened|appears|appeared))?|\bfailed with)"
-    r"(?:\s*[:：]\s*|\s+)[\"“]?\s*"
-    r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*?)\s*[\"”]?$"
+    r"(?:\s*[:：]\s*|\s+)(?P<q>[\"“])?\s*"
+    r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*?)"
+    # a quoted error ends at its closing quote, whatever the sentence goes on to say
+    r"(?(q)\s*[\"”]|\s*$)"
 )
 #: A ``raise`` statement and its exception line run together on one line (``raise
 #: ValueError("No available memory .. " ValueError: No available memory ..``).
@@ -305,7 +308,9 @@ _LAZY_IMPORT = re.compile(rf"{LAZY_IMPORT_MARK}\s*(?P<msg>\S(?:(?!look up to see
 _CUDA_CHECK = re.compile(r"^Failed: (?:Cuda|CUDA|HIP) error \S+:\d+ '[^']+'")
 #: A compiler's diagnostic (``/opt/rocm/include/hip/hip_bf16.h:30:10: fatal error:
 #: 'hip/amd_detail/amd_hip_bf16.h' file not found``): its message after the severity.
-_COMPILER_ERROR = re.compile(r"^\S+\.\w+:\d+:\d+: (?:fatal )?error: (?P<msg>\S.*)$")
+#: gcc's ``fatal error: infiniband/mlx5dv.h: No such file or directory`` is the same where
+#: the paste lost the place before it.
+_COMPILER_ERROR = re.compile(r"^(?:\S+\.\w+:\d+:\d+: (?:fatal )?error|fatal error): (?P<msg>\S.*)$")
 #: A build tool's own error line (``ninja: error: '/opt/rocm/lib/libamdhip64.so', needed by
 #: '..', missing and no known rule to make it``): the tool is the process.
 _BUILD_TOOL = re.compile(
@@ -557,10 +562,19 @@ def _error_body(line: Line, text: str, error_record: bool) -> Relay | None:
     return _relay(line, said)
 
 
+#: vLLM's server relaying what a method it called on the engine raised (``Call to
+#: wake_up method failed: CUDA Error: out of memory ..``), as its error body says.
+_METHOD_FAILED = re.compile(r"^Call to [\w.]+ method failed: (?P<msg>\S.*)$")
+
+
 def _relay(line: Line, said: httperrors.Said | None) -> Relay | None:
     if said is None:
         return None
     typ, message, own = said
+    inner = _METHOD_FAILED.match(message)
+    if inner is not None:  # the engine's error, which the server's words only relay
+        typed = TYPED_WORDS.match(inner["msg"])
+        typ, message = (typed["type"], typed["msg"]) if typed else ("", inner["msg"])
     return Relay(line.number, line.process, typ, message, own=own, http=not own)
 
 

@@ -51,6 +51,10 @@ WRAPPER = re.compile(
     r"|EngineCore encountered an issue|RayTaskError(?:\(|: )|Engine process failed to start"
     r"|ActorDiedError: The actor died because of an error raised in its creation task"
     r"|WorkerProc initialization failed|EngineGenerateError|Failed core proc"
+    # vLLM's LoRA manager re-raising what failed to load an adapter (``raise
+    # RuntimeError(f"Loading lora {path} failed") from e``): the cause is above it (a
+    # later release says why after a colon: that is the error)
+    r"|\bLoading lora \S+ failed\s*(?:[.。]|$)"
     r"|^RuntimeError: Executor failed"
     r"|^(?:[\w.]*\.)?(?:Base)?ExceptionGroup: "  # its sub-exceptions follow
     # torch elastic's report that a child failed: its root-cause section says how
@@ -78,6 +82,8 @@ WRAPPER = re.compile(
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): API request failed with status [45]\d\d\b"
     r"|^(?:openai\.(?:error\.)?)?APIError: Invalid response object from API: '\{"
     r"|^(?:openai\.)?\w*Error: Error code: [45]\d\d$"
+    # the same with the server's words as plain text (LiteLLM's mapping of vLLM's 400)
+    r"|^(?:[\w.]+\.)?\w*Error: Error code: [45]\d\d - (?![{\s])"
     # Google's API client raising the status a service answered (``FailedPrecondition:
     # 400 Model server exited unexpectedly.``): the service's words, not the client's
     r"|^(?:google\.api_core\.exceptions\.)?(?:FailedPrecondition|InvalidArgument|NotFound"
@@ -89,10 +95,14 @@ WRAPPER = re.compile(
 )
 #: Exceptions that only report that an error printed above them happened (Triton's MLIR
 #: pass manager under the compiler's own diagnostic; torch's autoload of a device
-#: backend, under the loader's own error): a root cause only where no error of their own
+#: backend, under the loader's own error; a build command's exit status under the
+#: compiler's): a root cause only where no error of their own
 #: is in view.
 _REPORTS_ABOVE = re.compile(
     r"(?:^|: )PassManager::run failed$|^Failed to load the backend extension: \w+\. "
+    # a build tool's exit status, under the compiler's diagnostic
+    r"|^Command '\[?'?(?:ninja|make|cmake|gmake|gcc|g\+\+|c\+\+|nvcc|hipcc)\b[^\n]*?"
+    r" returned non-zero exit status"
 )
 #: Lines that are never an error's own words: wrappers, and reports of an error above.
 _NOT_ALONE = re.compile(f"{WRAPPER.pattern}|{_REPORTS_ABOVE.pattern}")

@@ -313,7 +313,10 @@ class TracebackParser:
             )
             indent = len(line.text) - len(line.text.lstrip())
             framed = bool(self.orphans.get(key)) and indent <= self.orphan_indent.get(key, -1)
-            if m and named and (not near or framed):
+            # an exception's name alone right under the frames' source (``AssertionError``
+            # under ``assert ..``), indented as the source is
+            bare = near and bool(self.orphans.get(key)) and bool(_BARE_NAMED.match(stripped))
+            if m and ((named and (not near or framed)) or bare):
                 # an exception line a paste indented (a quote block): with no frame near,
                 # or no deeper than the orphan frames above it (the whole paste indented)
                 self._headless(key, line, m["type"], m["msg"] or "", near, "exception")
@@ -482,7 +485,11 @@ class TracebackParser:
             st.frame_indent = indent
             return
         if (
-            (text[:1] in (" ", "\t") and not _outdented_exception(st, indent, stripped))
+            (
+                text[:1] in (" ", "\t")
+                and not _outdented_exception(st, indent, stripped)
+                and not _BARE_NAMED.match(stripped)
+            )
             or not stripped
             or stripped.startswith(("[Previous line", "^"))
             or _ARROW.match(stripped)
@@ -537,6 +544,11 @@ class TracebackParser:
             st.blank, st.gapped = False, True  # the rest of huggingface_hub's message
         if stripped in ("...", "…"):
             return True  # the paste's elision mark
+        place = _PYTEST_PLACE.match(stripped)
+        if place and not st.frames and place["type"] == st.exc_type.rsplit(".", 1)[-1]:
+            # pytest's place of the error under its ``E`` lines: the frame that raised
+            st.frames.append(Frame(place["file"], int(place["line"]), ""))
+            return True
         if indented and not st.block and _FRAME.match(stripped):
             # a frame under an exception line starts another traceback (a paste that cut
             # its header), never the exception's message
@@ -643,6 +655,16 @@ def _another_exception(stripped: str) -> bool:
         and _EXC_NAME.search(m["type"].rsplit(".", 1)[-1]) is not None
         and _exception_like(m["type"], False)
     )
+
+
+#: pytest's place of the error it reports, under the ``E`` lines: the file and line of
+#: the frame that raised, and the exception's name (``pkg/x/manager.py:302:
+#: ValidationError``).
+_PYTEST_PLACE = re.compile(r"^(?P<file>[\w./-]+\.py):(?P<line>\d+): (?P<type>[A-Z]\w*)$")
+#: An exception's name alone, as Python prints an exception without a message
+#: (``AssertionError`` under ``assert x == M``): never a line of source, however a paste
+#: indented it.
+_BARE_NAMED = re.compile(r"^[A-Z][A-Za-z]*(?:Error|Exception)$")
 
 
 def _outdented_exception(st: OpenTraceback, indent: int, stripped: str) -> bool:
