@@ -1,5 +1,5 @@
-"""Triage on the fourth to twenty-first held-out corpora (``fixtures/logs/field5/`` to
-``field22/``): real failure logs from threads no earlier corpus used, each read by hand
+"""Triage on the fourth to twenty-second held-out corpora (``fixtures/logs/field5/`` to
+``field23/``): real failure logs from threads no earlier corpus used, each read by hand
 under docs/blame.md by one reader and again, blind, by a second, before vllmdiag ran on
 them. Each was scored once while it was still held out (the README's figures); the readers
 were then built on it. The tests keep each corpus whole and its threads unused elsewhere,
@@ -39,6 +39,7 @@ HELD_OUT = {
     "field20": (62, 59, 84),
     "field21": (7, 6, 8),
     "field22": (67, 64, 94),
+    "field23": (70, 67, 88),
 }
 #: The README's name for each.
 ORDINAL = {
@@ -60,6 +61,7 @@ ORDINAL = {
     "field20": "nineteenth",
     "field21": "twentieth",
     "field22": "twenty-first",
+    "field23": "twenty-second",
 }
 #: The fewest logs a corpus holds: 60, but for the five collected with what was left of the
 #: searches a round may make.
@@ -212,8 +214,6 @@ STILL_MISSED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "field20": (
         frozenset(
             {
-                # vLLM's client relaying the engine process's death in a repr
-                "vllm_10812_engine_process_pid76_died_fp8_h100.log",
                 # Ray's account of an actor's death under the tag of the process relaying it
                 "vllm_38529_vgpu_ray_worker_died_before_nccl_init.log",
                 # two runs' records glued onto single lines
@@ -302,6 +302,23 @@ STILL_MISSED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 # ptxas refusing bf16 on sm_75 under Triton's codegen error: the catalogue
                 # reads the GPU (environment), the hand reading Triton's compiler
                 "vllm_2453_fused_moe_t4_ptx_bf16_sm80.log",
+            }
+        ),
+    ),
+    "field23": (
+        # two errors in two code blocks, each under the user's words: the first is read,
+        # the hand reading took the last
+        frozenset({"vllm_3249_benchmark_master_vs_033_enable_prefix_caching.log"}),
+        frozenset(
+            {
+                "vllm_3249_benchmark_master_vs_033_enable_prefix_caching.log",
+                # a weight name whose closing quote the user's quote dropped
+                "lightcompress_252_quarot_gptq_keyerror_buf_invperm.log",
+                # the script's source line above the error, with no ``File`` line
+                "language-specific-neurons_3_llmengine_no_driver_worker.log",
+                # a SyntaxError at valid Python 3: read as the frame's (vLLM's tests), the
+                # hand reading says the interpreter running pytest is not Python 3
+                "vllm_1974_pytest_conftest_syntaxerror.log",
             }
         ),
     ),

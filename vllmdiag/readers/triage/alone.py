@@ -56,6 +56,9 @@ _SENTENCE_LABEL = re.compile(
     r"\b(?:but|and|then|got|get|an?|the|this)\s+(?:[Ee]rror|ERROR)(?: out)?(?::| -) ?$"
 )
 _SEPARATOR = re.compile(r"(?::| -) ?(?=\S)")
+#: An OSError's own message (uvicorn's ``[Errno 98] error while attempting to bind ..``):
+#: its words say what failed, and nothing relays it.
+_OS_ERROR = re.compile(r"^\[Errno \d+\] ")
 #: An HTTP error body pretty-printed over lines: its ``"message"`` line
 #: (``httperrors.BODY_LINE``, or read with its quotes plain where a paste made them
 #: typographic: ``“message": ‘..”,``) and the ``"type"`` line that names the exception.
@@ -172,7 +175,10 @@ def _read(
         own = _labelled(msg, words.start())
         if own is not None:
             return Relay(line.number, line.process, "", own, own=True)
-    relayed = _relayed(msg, words.start()) if not typ and words.string is msg else None
+    own_os = _OS_ERROR.match(msg) is not None  # ``[Errno 98] error while ..``: its own words
+    relayed = (
+        _relayed(msg, words.start()) if not typ and words.string is msg and not own_os else None
+    )
     if relayed is not None:
         return Relay(line.number, line.process, "", relayed, context=msg[: -len(relayed)])
     if not typ and words.string is msg and _CJK_BEFORE.search(msg, 0, words.start()):

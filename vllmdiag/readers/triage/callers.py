@@ -167,6 +167,8 @@ FRAMEWORKS: frozenset[str] = frozenset(
         "graphrag",
         # ipex-llm's own vLLM front end (ipex_llm/vllm/xpu/entrypoints/openai/api_server.py)
         "ipex_llm",
+        # FlashRAG's generators (VLLMGenerator) drive vLLM
+        "flashrag",
     }
 )
 #: Companion packages of the vLLM organisation that are released with each vLLM release
@@ -264,6 +266,7 @@ _SCRIPT_DIRS = frozenset(
         "inference",
         "cookbook",
         "backend",  # a web application's server half (``SQLBot/backend/apps/..``)
+        "src",  # a project's sources (``top_nsigma/src/vllm/sampler.py``)
     }
 )
 #: A checkout unpacked from a GitHub archive: ``<repository>-main``, ``<repository>-master``.

@@ -90,6 +90,15 @@ RULES: tuple[_Rule, ...] = (
         _named("proc"),
     ),
     _Rule(re.compile(r"[Gg]ot fatal signal from worker processes"), "strong", "vllm"),
+    # V0's engine client finding the engine's process gone (its health check logs the
+    # RuntimeError's repr: ``RuntimeError('Engine process (pid 76) died.')``)
+    _Rule(
+        re.compile(r"Engine process \(pid (?P<pid>\d+)\) died\."),
+        "strong",
+        "unknown",
+        lambda m, p: f"Engine process pid={m['pid']}",
+        from_match=True,
+    ),
     _Rule(
         re.compile(
             r"Watchdog caught collective operation timeout|watchdog thread "

@@ -157,11 +157,16 @@ def _exception_type(name: str) -> str:
 #: {"object":"error",..}``), or the body alone (the OpenAI client before 1.0: ``APIError:
 #: Invalid response object from API: '{"object":"error",..}' (HTTP response code was 400)``).
 _STATUS_BODY = re.compile(
-    r"^(?:(?:Error code: |HTTP )?[45]\d\d - \{|Invalid response object from API: '\{)"
+    r"^(?:(?:Error code: |HTTP )?[45]\d\d - \{|Invalid response object from API: '\{"
+    # a client that prints requests' status line, then the body (``API Error: 500 Server
+    # Error: Internal Server Error for url: http://../v1/chat/completions. Response: {..}``)
+    r"|(?:[\w ]+: )?[45]\d\d (?:Server|Client) Error: .*? for url: \S+ Response: \{)"
 )
 #: The message of the body OpenAI's client quotes, and the type after it.
 _QUOTED_MESSAGE = re.compile(r"'message': (?P<q>['\"])(?P<msg>.*?)(?P=q)(?:, |\}|\.\.\.|…|$)")
 _QUOTED_TYPE = re.compile(r"'type': '(?P<type>\w+)'")
+#: FastAPI's own error body (``{'detail': 'Method Not Allowed'}``): its one message.
+_QUOTED_DETAIL = re.compile(r"^[^{]*\{'detail': (?P<q>['\"])(?P<msg>.*?)(?P=q)\}")
 
 
 def quoted_body(text: str) -> tuple[str, str] | None:
@@ -175,7 +180,32 @@ def quoted_body(text: str) -> tuple[str, str] | None:
         t = _QUOTED_TYPE.search(text[quoted.end() :])
         typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
         return typ, quoted["msg"]
+    detail = _QUOTED_DETAIL.search(text)
+    if detail:
+        return "", detail["msg"]
     return body_error(text)
+
+
+#: Typographic quotes a paste (or a Chinese input method) put in place of a body's own,
+#: read as plain ones; one character for one, so places in the text stay.
+_PLAIN_QUOTES = str.maketrans("‘’“”", "''\"\"")
+_STATUS_OPENS = re.compile(r"\bError code: [45]\d\d - \{")
+
+
+def typographic_body(text: str) -> Said | None:
+    """The error of OpenAI's ``Error code: 400 - {..}`` whose quotes a paste made
+    typographic (``{‘object’: ‘error’, ‘message’: “[..]”, ‘type’: ‘BadRequestError’``):
+    its message as pasted, typed where the body's type names an exception."""
+    if not any(q in text for q in "‘’“”"):
+        return None
+    plain = text.translate(_PLAIN_QUOTES)
+    opens = _STATUS_OPENS.search(plain)
+    quoted = _QUOTED_MESSAGE.search(plain, opens.end()) if opens else None
+    if quoted is None:
+        return None
+    t = _QUOTED_TYPE.search(plain, quoted.end())
+    typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
+    return typ, text[quoted.start("msg") : quoted.end("msg")], False
 
 
 def status(text: str) -> Said | None:

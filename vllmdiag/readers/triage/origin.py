@@ -65,6 +65,26 @@ _LAUNCHER = re.compile(
 )
 
 
+#: Libraries vLLM uses that users build from a source checkout and install in place
+#: (``pip install -e``), so that their frames lie outside site-packages: the checkout's
+#: folder, then the package's (``/app/aiter/aiter/mla.py``).
+_LIBRARY_CHECKOUTS = frozenset(
+    {
+        "aiter",
+        "flashinfer",
+        "xformers",
+        "triton",
+        "transformers",
+        "deep_gemm",
+        "deep_ep",
+        "flash_attn",
+        "lmcache",
+        "nixl",
+        "bitsandbytes",
+    }
+)
+
+
 def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, str | None]:
     """(place, package) of one frame's file; (None, None) for the standard library.
     ``tool_dirs``: directories besides the running package whose files are the tool's
@@ -94,6 +114,9 @@ def classify(path: str, tool_dirs: Sequence[str] = ()) -> tuple[Place | None, st
             # a checkout: .../vllm/vllm/engine/x.py (a copy of vLLM's code a framework
             # keeps in its own checkout, verl's third_party/vllm/, is the framework's)
             return "vllm", "vllm"
+        if part in _LIBRARY_CHECKOUTS and dirs[i + 1 : i + 2] == [part] and not framework_above:
+            # a source checkout of a library vLLM uses, installed in place: .../aiter/aiter/x.py
+            return "dependency", part
         if _PLUGIN.match(part) and not framework_above:
             # a vLLM platform plugin's checkout: .../vllm_ascend/x.py (a folder of that
             # shape inside a framework's checkout, verl's vllm_rollout/, is the framework's)

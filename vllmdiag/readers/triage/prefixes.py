@@ -109,12 +109,15 @@ PROCESS = re.compile(
 
 #: vLLM's logger: ``INFO 09-21 12:34:56 [core.py:123]``, V0's ``core.py:123]``, no date;
 #: or, in a paste that kept only the level, the level word right before an exception
-#: line (``(Worker_TP1) ERROR KeyError: ..``); a first line whose head the paste cut keeps
+#: line (``(Worker_TP1) ERROR KeyError: ..``), or the level and an ellipsis where the user
+#: elided the rest (``ERROR ... <error>``); a first line whose head the paste cut keeps
 #: the tail of its level word before the date (``RROR 12-18 19:47:34 engine.py:366]``).
 LOGGER = re.compile(
     rf"^(?:(?P<level>{_LEVELS})|(?P<cut>{_CUT_LEVELS})(?= \d{{2}}-\d{{2}} )) +"
     r"(?:(?:(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)? +)?"
     r"(?:[\w-]*\[[^\]\s]+:\d+\]|[\w./-]+:\d+\]) ?"
+    # the rest of the prefix elided by the user (``ERROR ... torch.distributed..``)
+    r"|(?:\.{3}|…) (?=\S)"
     r"|(?=[A-Z][\w.]*(?:Error|Exception): ))"
 )
 

@@ -67,9 +67,10 @@ _MODEL_ACCESS = re.compile(
 )
 #: An exception line behind a label the user put before it (``【BUG】：RuntimeError: ..``,
 #: a comment in a pasted script: ``# Error: RuntimeError: ..``, a word of the user's own:
-#: ``7b-model: torch.cuda.OutOfMemoryError: ..``).
+#: ``7b-model: torch.cuda.OutOfMemoryError: ..``, or an arrow: ``VLLM -> VLLMValidationError:
+#: ..``).
 _LABEL = re.compile(
-    r"^(?:【[^】]{1,20}】\s*[:：]?|#\s*(?:Error|ERROR|error)\s*:"
+    r"^(?:【[^】]{1,20}】\s*[:：]?|#\s*(?:Error|ERROR|error)\s*:|[\w.-]{1,20} ->"
     r"|(?![\w.-]*(?:Error|Exception|Warning):)(?:[\w.-]{1,20} ){0,2}[\w.-]{1,40} ?:)\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*)$"
 )
@@ -79,7 +80,8 @@ _LABEL = re.compile(
 #: '..'" Can anyone help ..``).
 _SENTENCE_TYPED = re.compile(
     r"(?:\b(?:an?|the|this|that|following)\s+(?:\w+\s+)?(?:error|exception|bug)\b"
-    r"(?:\s+(?:occurs|occurred|happens|happened|appears|appeared))?|\bfailed with)"
+    r"(?:\s+(?:occurs|occurred|happens|happened|appears|appeared|about|like|saying))?"
+    r"|\bfailed with)"
     r"(?:\s*[:：]\s*|\s+)(?P<q>[\"“])?\s*"
     r"(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>\S.*?)"
     # a quoted error ends at its closing quote, whatever the sentence goes on to say
@@ -126,7 +128,7 @@ CJK = r"\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
 #: An exception line a user's sentence in Chinese or Japanese runs straight into, no space
 #: between (``vllm部署报错ValueError: ..``: "deploying vllm reports an error").
 _CJK_TYPED = re.compile(
-    rf"[{CJK}] ?(?P<type>[A-Z][A-Za-z]*(?:Error|Exception)): "
+    rf"[{CJK}] ?(?P<type>(?:[a-z_]\w*\.)*[A-Z][A-Za-z]*(?:Error|Exception)): "
     r"(?P<msg>\S[^\u3002]*?)(?:[\u3002\uff0e].*)?$"
 )
 #: One error of a server's pydantic validation list, as a client prints it after its own
@@ -243,7 +245,9 @@ PYDANTIC_ERROR = "pydantic_core._pydantic_core.ValidationError"
 #: An error quoted in backticks inside a sentence: typed, or Python's own untyped
 #: argument error (the closing backtick may be cut with the paste).
 _BACKTICK_TYPED = re.compile(
-    r"`(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>[^`]+?)(?:`|$)"
+    r"`(?P<q>\")?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<msg>[^`]+?)"
+    # double quotes inside the backticks (```"RuntimeError: .."` ``) are the user's
+    r"(?(q)\"?)(?:`|$)"
 )
 _BACKTICK_ARGS = re.compile(
     r"`(?P<msg>[\w.]+\(\) (?:got an unexpected keyword argument|missing \d+ required"
@@ -385,6 +389,13 @@ def classify(line: Line, error_record: bool) -> Relay | None:
     for read in _READERS:
         relay = read(line, text, error_record)
         if relay is not None:
+            body = httperrors.quoted_body(relay.message) if relay.type else None
+            if body is not None:
+                # a client's exception quoted whole (``openai.APIStatusError: Error code:
+                # 405 - {'detail': ..}``): the server's error its body holds
+                relay = dataclasses.replace(
+                    relay, type=body[0], message=body[1], own=False, http=True
+                )
             if line.level == "WARNING":
                 return dataclasses.replace(relay, warning=True)
             return relay
@@ -473,8 +484,9 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     b = _BUILD_TOOL.match(text)
     if b:
         return Relay(line.number, b["prog"], "", b["msg"], own=True)
-    if _CUDA_CHECK.match(text):
-        return Relay(line.number, line.process, "", text, own=True)
+    check = _CUDA_CHECK.match(text)
+    if check:  # its words end at the quote (a lost line break may glue the crash on)
+        return Relay(line.number, line.process, "", check.group(), own=True)
     cc = _COMPILER_ERROR.match(text)
     if cc:
         return Relay(line.number, line.process, "", cc["msg"], own=True)
@@ -528,6 +540,14 @@ def _repr(line: Line, text: str, error_record: bool) -> Relay | None:
     return Relay(line.number, line.process, r["type"], r["msg"]) if r else None
 
 
+def _repr_record(line: Line, text: str, error_record: bool) -> Relay | None:
+    """An error record that is an exception's repr alone (vLLM's executor logging a
+    worker's error: ``ERROR .. [multiproc_executor.py:852] ValueError("type fp8e4nv not
+    supported ..")``): that exception's own line."""
+    r = _EXCEPTION_REPR.match(text) if error_record else None
+    return Relay(line.number, line.process, r["type"], r["msg"], own=True) if r else None
+
+
 def _typed(line: Line, text: str, error_record: bool) -> Relay | None:
     m = _TYPED.search(text)
     if m is None:
@@ -550,7 +570,7 @@ def _context_length(line: Line, text: str, error_record: bool) -> Relay | None:
 def _error_body(line: Line, text: str, error_record: bool) -> Relay | None:
     """An HTTP error body as a client or server logs it (see ``httperrors``), or a typed
     error a line quotes in parentheses at its end."""
-    said = httperrors.body(text)
+    said = httperrors.body(text) or httperrors.typographic_body(text)
     if said is not None:
         return _relay(line, said)
     q = _PARENTHESISED.search(text)
@@ -712,6 +732,7 @@ _READERS: tuple[_Reader, ...] = (
     _http_status,
     _program_error,
     _repr,
+    _repr_record,
     _typed,
     _context_length,
     _error_body,

@@ -43,7 +43,7 @@ from vllmdiag.readers.triage.lines import MAIN
 from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
 from vllmdiag.readers.triage.relays import LAZY_IMPORT_MARK, Relay
 from vllmdiag.readers.triage.signature import signature
-from vllmdiag.readers.triage.tracebacks import Link, Traceback
+from vllmdiag.readers.triage.tracebacks import LISTED, Link, Traceback
 from vllmdiag.readers.triage.triaged import Evidence, LogTriage, RootCause, Skipped
 
 WRAPPER = re.compile(
@@ -81,6 +81,8 @@ WRAPPER = re.compile(
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): Request failed: [45]\d\d\b"
     r"|^(?:[\w.]+\.)?\w*(?:Exception|Error): API request failed with status [45]\d\d\b"
     r"|^(?:openai\.(?:error\.)?)?APIError: Invalid response object from API: '\{"
+    r"|^(?:[\w.]+\.)?\w*Error: (?:[\w ]+: )?[45]\d\d (?:Server|Client) Error: .*? for url: \S+"
+    r" Response: \{"
     r"|^(?:openai\.)?\w*Error: Error code: [45]\d\d$"
     # the same with the server's words as plain text (LiteLLM's mapping of vLLM's 400)
     r"|^(?:[\w.]+\.)?\w*Error: Error code: [45]\d\d - (?![{\s])"
@@ -104,6 +106,10 @@ _REPORTS_ABOVE = re.compile(
     r"|^Command '\[?'?(?:ninja|make|cmake|gmake|gcc|g\+\+|c\+\+|nvcc|hipcc)\b[^\n]*?"
     r" returned non-zero exit status"
 )
+#: vLLM's executor relaying what a worker raised, and its report that the worker died:
+#: where the first quotes the error, the second only says the worker went down with it.
+_WORKER_QUOTE = re.compile(r"Worker failed with error '")
+_WORKER_DIED = re.compile(r"^Worker proc [\w-]+ died unexpectedly")
 #: Lines that are never an error's own words: wrappers, and reports of an error above.
 _NOT_ALONE = re.compile(f"{WRAPPER.pattern}|{_REPORTS_ABOVE.pattern}")
 #: Messages vLLM logs with a stack for errors it handles and goes on from (one plugin,
@@ -210,12 +216,13 @@ def choose(
     distinct: dict[tuple[object, ...], Traceback] = {}
     for tb in tracebacks:
         distinct.setdefault(tb.key(), tb)
-    tbs = _with_frames_first(sorted(distinct.values(), key=lambda t: t.first_line))
+    tbs = _last_listed(_with_frames_first(sorted(distinct.values(), key=lambda t: t.first_line)))
     benign: list[Skipped] = []
     wrappers: list[Skipped] = []
     cands: list[_Candidate] = []
     truncated = ev.ends_mid_line
     absorbed: set[int] = set()
+    worker_quoted = False  # a wrapper quotes the error a worker of vLLM's executor raised
     for tb in tbs:
         links = [k for k in ordered_links(tb) if k.kind != "cut"]
         truncated = truncated or not tb.complete
@@ -235,6 +242,7 @@ def choose(
                 inner = quoted(k)
                 if inner is not None:
                     cands.append(_Candidate(1, k.exc_line, _quote(tb, k, inner, cat, ev)))
+                    worker_quoted = worker_quoted or _WORKER_QUOTE.search(k.message) is not None
         root = _root_link(links, cat, ev.vllm_version)
         if root is None:
             continue
@@ -263,6 +271,11 @@ def choose(
             continue  # "EngineCore encountered a fatal error" above its own (cut) traceback
         if d.survived:
             continue  # a signal notice its process logged on after
+        if worker_quoted and _WORKER_DIED.search(d.message):
+            continue  # the executor's report of the worker's death, whose error is quoted
+        glued = ev.relay is not None and ev.relay.own and ev.relay.line == d.line
+        if d.strength == "signal" and glued:
+            continue  # a signal notice glued after the error's own words by a lost break
         cands.append(_Candidate(_DEATH_TIER[d.strength], d.line, _death(d, cat, ev)))
     if (
         ev.relay is not None
@@ -317,6 +330,16 @@ def _exception(
     cut: Traceback | None = None,
 ) -> _Candidate:
     return _Candidate(tier, link.exc_line, lambda: causes.from_link(tb, link, cat, ev, label, cut))
+
+
+def _last_listed(tbs: list[Traceback]) -> list[Traceback]:
+    """``tbs`` without the earlier tracebacks of a user's numbered list (``1.Traceback ..``,
+    ``2.Traceback ..``): each is another run's error, and the last is the one to read (as
+    a list of errors is read at its last)."""
+    listed = [t for t in tbs if LISTED.match(t.header)]
+    if len(listed) < 2:
+        return tbs
+    return [t for t in tbs if t not in listed[:-1]]
 
 
 def _with_frames_first(tbs: list[Traceback]) -> list[Traceback]:

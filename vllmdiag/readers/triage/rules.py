@@ -301,8 +301,8 @@ def _own_project_module(frames: list[Frame], message: str) -> str | None:
     vllm_example.py`` importing ``cosyvoice.vllm``), or None."""
     top = _MISSING_TOP.search(message)
     script = next((f for f in reversed(frames) if f.place == "user"), None)
-    if top is None or script is None:
-        return None
+    if top is None or script is None or top["top"] == "vllm":
+        return None  # (a folder named vllm in the project does not make vLLM's modules its own)
     folders = {p.lower() for p in script.file.replace("\\", "/").split("/")[:-1]}
     return top["top"] if top["top"].lower() in folders else None
 

@@ -39,6 +39,9 @@ from vllmdiag.readers.triage.traceback_model import (
 __all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
 
 _TB_START = "Traceback (most recent call last):"
+#: A user's number before a traceback's header, listing the errors of several runs
+#: (``1.Traceback ..``, then ``2.Traceback ..``).
+LISTED = re.compile(r"^\d{1,2}[.)]$")
 #: IPython's header: the exception's type, then ``Traceback (most recent call last)``
 #: without the colon, right-aligned under a rule of dashes.
 _IPYTHON_START = "Traceback (most recent call last)"
@@ -50,9 +53,9 @@ _BARE_FRAME = re.compile(r'^File [“"](?P<file>[^"”]+\.py)[”"]$')
 #: The same with its function but neither ``File`` nor the line number
 #: (``vllm/v1/core/sched/scheduler.py, in schedule``).
 _NAMED_FRAME = re.compile(r"^(?P<file>[\w./-]+\.py), in (?P<func>[\w<>.]+)$")
-#: A frame whose ``File "`` the paste cut off (``vllm/model_executor/models/registry.py",
-#: line 416, in inspect_model_cls``).
-_CUT_FRAME = re.compile(r'^(?P<file>[\w./-]+\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)$')
+#: A frame whose ``File`` the paste cut off (``vllm/model_executor/models/registry.py",
+#: line 416, in inspect_model_cls``, or with its opening quote: ``"/usr/../x.py", line ..``).
+_CUT_FRAME = re.compile(r'^"?(?P<file>[\w./-]+\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)$')
 #: IPython's frames (``File /x.py:177, in LLM.__init__(self, ..)``, ``Cell In[3], line
 #: 1``; IPython 7's ``/x.py in __init__(self, ..)``, ``<ipython-input-2-ab> in <module>``)
 #: and rich's (``/x.py:407 in _loglikelihood_tokens``, the box already peeled); Colab's
@@ -79,6 +82,8 @@ _EXC = re.compile(
 _EXC_NAME = re.compile(
     r"[A-Za-z](?:Error|Exception|Interrupt|Exit|Failure|Failed|Timeout|Expired|Unsupported)"
     r"(?:\([\w.]+\))?$|^Exception$"
+    # Triton's exception for a kernel the GPU cannot hold, whose name says no error
+    r"|^OutOfResources$"
 )
 _NOTICE = re.compile(
     r"^Exception in worker (?P<proc>\S+) while processing method \w+: (?P<msg>.+)$"
@@ -227,7 +232,12 @@ class TracebackParser:
         notice = None
         introduced = ""
         if st is not None:
-            if st.state == "after" and head and self._continues(st, line, head):
+            if (
+                st.state == "after"
+                and head
+                and not LISTED.match(head)
+                and self._continues(st, line, head)
+            ):
                 st.exc_lines.append(head)  # V0: "<message>, Traceback (most recent ...)"
                 head = ""
             elif st.state == "after" and not head and _introduces_next(st, line):
