@@ -69,9 +69,10 @@ _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
 _QUOTED = re.compile(r'^(?:["“]\s*(?P<inner>\S.*?)\s*["”]|`\s*(?P<ticked>\S.*?)\s*`)$')
 #: A pair of double quotes (plain or typographic) or of backticks around a user's quote,
 #: the nearest closing mark (``_PAIRS``) or the farthest (``_OUTER``: a quote with
-#: backticks of its own inside, ```Cannot set `add_generation_prompt` to True ..` ``).
+#: backticks of its own inside, ```Cannot set `add_generation_prompt` to True ..` ``; a
+#: quote opens before a word and closes after one, never at a space).
 _PAIRS = re.compile(r'["“](?P<dq>[^"“”]+)["”]|`(?P<bt>[^`]+)`')
-_OUTER = re.compile(r'["“](?P<dq>.+)["”]|`(?P<bt>.+)`')
+_OUTER = re.compile(r'["“](?P<dq>\S.*\S)["”]|`(?P<bt>\S.*\S)`')
 #: A typed error's head inside a user's sentence (``.. but I got ValueError: ``).
 _TYPE_IN_SENTENCE = re.compile(r"(?<![\w.])(?P<type>[A-Z][\w.]*(?:Error|Exception)): ")
 #: A sentence in Chinese or Japanese that ends right where the error's words start
@@ -135,9 +136,13 @@ def _quotes_in(text: str) -> list[str]:
     quotes or backticks, the last first, then the outermost pair of each kind (a quote
     with backticks inside it); markdown's bold marks dropped. Only spans with a word
     space in them: a quoted name alone is not an error."""
-    spans: list[str] = []
-    for pair in (_PAIRS, _OUTER):
-        spans += [next(g for g in m.groups() if g is not None) for m in pair.finditer(text)][::-1]
+    spans = [next(g for g in m.groups() if g is not None) for m in _PAIRS.finditer(text)][::-1]
+    for m in _OUTER.finditer(text):
+        mark = m.group()[0]
+        inner = m["dq"] or m["bt"]
+        first = inner.find("`" if mark == "`" else '"')
+        if first == -1 or inner[first - 1].isspace():  # its first inner mark opens a quote
+            spans.append(inner)
     out = [s.replace("**", "").strip() for s in spans]
     return [s for s in dict.fromkeys(out) if " " in s and s != text]
 

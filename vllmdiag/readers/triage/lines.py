@@ -47,6 +47,7 @@ class Line:
 _ERROR_RECORD = re.compile(
     r"\b(?:ERROR|CRITICAL|FATAL)\b|^\[E\d|\[E\]|^\[\d{4}-\d{2}-\d{2} [\d:,.]+ [EF] \d+ \d+\]"
     r"|^[EF](?:\d{4})?\d{4} \d{2}:"  # glog's and klog's ``E0612 10:00:00.1 ..``
+    r"|^\[error\]$"  # RunPod's worker's
 )
 
 

@@ -133,7 +133,8 @@ LOGGER = re.compile(
 #: [file.py:12:func]``, loguru's ``name:func:12 -`` (its level column peeled before), Ray's
 #: Python logger's ``ERROR worker.py:427 -- `` (after the tab behind its timestamp), Ray
 #: Serve's ``ERROR 2024-09-19 08:23:55,732 controller 528 deployment_state.py:681 - ``,
-#: and vLLM's own prefix cut to its file tag (``[serving_chat.py:1001] ``).
+#: vLLM's own prefix cut to its file tag (``[serving_chat.py:1001] ``), and RunPod's
+#: worker's ``[error]`` glued to its record.
 FOREIGN = re.compile(
     r"^(?:\[[EWIF]\d{0,4}(?: [\d:.]+)? ?[\w.]+:\d+\] ?(?:\[c10d\] )?"
     r"|[EWIF](?:\d{4})?\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ [\w./-]+:\d+\] "
@@ -153,7 +154,9 @@ FOREIGN = re.compile(
     r"|(?:\[[A-Z]{1,4}\]){2,} ?"
     r"|\[[\w.-]+\.py:\d+\] (?=\S)"
     r"|\[(?:ERROR|WARNING|INFO|DEBUG)\] \d{4}-\d{2}-\d{2}-[\d:.]+ \(PID:\d+[^)]*\) "
-    rf"|(?:{_LEVELS}) \d{{4}}-\d{{2}}-\d{{2}} [\d:,.]+ [\w:.-]+ \d+ [\w./-]+:\d+ - )"
+    rf"|(?:{_LEVELS}) \d{{4}}-\d{{2}}-\d{{2}} [\d:,.]+ [\w:.-]+ \d+ [\w./-]+:\d+ - "
+    # RunPod's worker: its level in brackets, glued to the record (``[error]Please ..``)
+    r"|\[(?:error|warning|info|debug)\](?=\S))"
 )
 #: What a log deduplicator appends or wraps a repeated line in: Ray's ``[repeated 3x
 #: across cluster]`` (with its one-time ``(Ray deduplicates logs by default. ..)``), and

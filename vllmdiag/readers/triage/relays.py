@@ -138,6 +138,9 @@ _ERROR_DICT = re.compile(r"^\[?\{'type': '\w+', 'loc': \(.*'msg': ")
 #: ``SyntaxError: Caught exception: invalid syntax ..``), and LibreChat's abort of a
 #: request (``AI response error; aborting request: fetch failed``).
 _CAUGHT = re.compile(r"\b(?P<type>[A-Z]\w*(?:Error|Exception)): Caught exception: (?P<msg>\S.*)$")
+#: Xinference's record that a request ended with an error (``Leave chat, error: <error>,
+#: elapsed time: 0 s``).
+_LEFT_WITH_ERROR = re.compile(r"\bLeave \w+, error: (?P<msg>\S.*?), elapsed time: [\d.]+ s$")
 _ABORTED = re.compile(r"\bAI response error; aborting request: (?P<msg>\S.*)$")
 #: LiteLLM's exception mapping a provider's error, as a framework prints it
 #: (``Exception litellm.APIError: APIError: Hosted_vllmException - Connection error``).
@@ -260,7 +263,12 @@ _BACKTICK_ARGS = re.compile(
 #: uv's resolver finding no set of versions that installs (``× No solution found when
 #: resolving dependencies:``, its derivation on the ``╰─▶ Because ..`` lines below): the
 #: error is its own first line.
-_UV_UNSOLVABLE = re.compile(r"^(?:×\s+)?(?P<msg>No solution found when resolving\b.*)$")
+_UV_UNSOLVABLE = re.compile(
+    # after its spinner's last frame where a terminal's capture kept it on the line
+    # (``⠴ Resolving dependencies...   × No solution found ..``)
+    r"^(?:[⠀-⣿] Resolving dependencies\.\.\.\s+)?(?:×\s+)?"
+    r"(?P<msg>No solution found when resolving\b.*)$"
+)
 _PIP_CONFLICT = re.compile(
     r"^(?:ERROR: )?(?P<msg>Cannot install .+? because these package versions have "
     r"conflicting dependencies\.|pip's dependency resolver does not currently take into "
@@ -280,6 +288,10 @@ _SERVER_EXITED = re.compile(r"^(?P<msg>(?:The )?[Ss]erver process exited unexpec
 #: daemon: ..``; a build's without the program's name): the daemon's message goes on over
 #: the next lines.
 _DOCKER = re.compile(r"^(?:docker: )?(?P<msg>Error response from daemon: \S.*)$")
+#: BuildKit's own error when it cannot run a step (``failed to build: failed to solve:
+#: failed to compute cache key: .. not found``); a step that ran and failed (``process
+#: "/bin/sh -c .." did not complete successfully``) only reports the step's error above.
+_BUILDKIT = re.compile(r"^(?P<msg>failed to (?:build: failed to )?solve: (?!process \").*\S)$")
 #: The same answer relayed inside a platform's own words (OCI Data Science's ``Errors
 #: occurred while bootstrapping the Model Deployment: Start Container Error: ..: Error
 #: response from daemon: ..``).
@@ -493,6 +505,9 @@ def _gave_up(line: Line, text: str, error_record: bool) -> Relay | None:
     d = _DOCKER.match(text)
     if d:
         return Relay(line.number, "docker", "", d["msg"], own=True, continues=True)
+    k = _BUILDKIT.match(text)
+    if k:
+        return Relay(line.number, "docker", "", k["msg"], own=True)
     d = _DOCKER_RELAYED.match(text) if "daemon: " in text else None
     if d:
         return Relay(line.number, "docker", "", d["msg"])
@@ -650,11 +665,14 @@ def _error_dict(line: Line, text: str, error_record: bool) -> Relay | None:
 
 def _framework_relay(line: Line, text: str, error_record: bool) -> Relay | None:
     """A framework's record of an error it caught (Chatchat's ``Caught exception:``), a
-    request it aborted (LibreChat's), or a provider's error it mapped (LiteLLM's, where no
-    HTTP body in the line is read as one)."""
+    request it aborted (LibreChat's) or left with an error (Xinference's), or a provider's
+    error it mapped (LiteLLM's, where no HTTP body in the line is read as one)."""
     c = _CAUGHT.search(text)
     if c:
         return Relay(line.number, line.process, c["type"], c["msg"])
+    left = _LEFT_WITH_ERROR.search(text)
+    if left:
+        return Relay(line.number, line.process, "", left["msg"])
     a = _ABORTED.search(text)
     if a is None and httperrors.body(text) is None:  # a body in it is read as one
         a = _LITELLM.search(text)
