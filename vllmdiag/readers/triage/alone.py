@@ -21,7 +21,7 @@ from collections.abc import Collection, Sequence
 
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.causes import match
-from vllmdiag.readers.triage.httperrors import BODY_LINE, BODY_TYPE_LINE
+from vllmdiag.readers.triage.httperrors import BODY_LINE, BODY_TYPE_LINE, PLAIN_QUOTES
 from vllmdiag.readers.triage.lines import Line, is_error_record
 from vllmdiag.readers.triage.relays import CJK, Relay
 
@@ -62,7 +62,6 @@ _OS_ERROR = re.compile(r"^\[Errno \d+\] ")
 #: An HTTP error body pretty-printed over lines: its ``"message"`` line
 #: (``httperrors.BODY_LINE``, or read with its quotes plain where a paste made them
 #: typographic: ``“message": ‘..”,``) and the ``"type"`` line that names the exception.
-_PLAIN_QUOTES = str.maketrans("“”‘’", "\"\"''")
 _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
 #: The line as a user quoted it: in double quotes or backticks, each closed by its own
 #: kind (a line that opens with a backticked name and ends with a quoted word is no quote).
@@ -122,7 +121,7 @@ def known_alone(
             continue
         # the error a user's sentence quotes, then the line as a whole (an error body's
         # line is read whole: its quotes are JSON's)
-        body = BODY_LINE.match(whole) or _LOOSE_BODY.match(whole.translate(_PLAIN_QUOTES))
+        body = BODY_LINE.match(whole) or _LOOSE_BODY.match(whole.translate(PLAIN_QUOTES))
         for text in (*(() if body else _quotes_in(whole)), whole):
             got = _read(text, line, ending, cat, version)
             if got is not None:
@@ -155,38 +154,38 @@ def _read(
     text = _SOURCE_PLACE.sub("", _LABEL.sub("", text))
     typed = _TYPED.match(text)
     typ, msg = (typed["type"], typed["msg"]) if typed else ("", text)
-    body = BODY_LINE.match(text) or _LOOSE_BODY.match(text.translate(_PLAIN_QUOTES))
+    body = BODY_LINE.match(text) or _LOOSE_BODY.match(text.translate(PLAIN_QUOTES))
     if body:
         # the message as pasted (the loose match read the line with its quotes plain)
         msg = text[body.start("msg") : body.end("msg")]
         later = (
-            BODY_TYPE_LINE.match(k.text.strip().translate(_PLAIN_QUOTES))
+            BODY_TYPE_LINE.match(k.text.strip().translate(PLAIN_QUOTES))
             for k in ending
             if k.number > line.number
         )
         typ = next((t["type"] for t in later if t), "")
         if typ:  # a body whose type line names an exception: an error body, known or not
             return Relay(line.number, line.process, typ, msg, own=True)
-    hit = match(cat, typ, msg.translate(_PLAIN_QUOTES), [], version)
+    hit = match(cat, typ, msg.translate(PLAIN_QUOTES), [], version)
     if hit is None or hit.entry.benign or hit.entry.raised_by is not None:
         return None
     words = hit.entry.pattern.search(msg) or hit.entry.pattern.search(text)
     if words is None or len(words.group()) < _WORDS:
         return None
-    if not typ and words.string is msg:
-        inner = _typed_before(msg, words.start())
-        if inner is not None:  # a sentence runs into the error's typed line
-            return Relay(line.number, line.process, inner[0], inner[1], own=True)
-        own = _labelled(msg, words.start())
-        if own is not None:
-            return Relay(line.number, line.process, "", own, own=True)
-    own_os = _OS_ERROR.match(msg) is not None  # ``[Errno 98] error while ..``: its own words
-    relayed = (
-        _relayed(msg, words.start()) if not typ and words.string is msg and not own_os else None
-    )
+    if typ or words.string is not msg:
+        return Relay(line.number, line.process, typ, msg, own=True)
+    # untyped words the catalogue found inside the line: what stands before them
+    inner = _typed_before(msg, words.start())
+    if inner is not None:  # a sentence runs into the error's typed line
+        return Relay(line.number, line.process, inner[0], inner[1], own=True)
+    own = _labelled(msg, words.start())
+    if own is not None:
+        return Relay(line.number, line.process, "", own, own=True)
+    # an OSError's own words (``[Errno 98] error while ..``) relay nothing
+    relayed = None if _OS_ERROR.match(msg) else _relayed(msg, words.start())
     if relayed is not None:
         return Relay(line.number, line.process, "", relayed, context=msg[: -len(relayed)])
-    if not typ and words.string is msg and _CJK_BEFORE.search(msg, 0, words.start()):
+    if _CJK_BEFORE.search(msg, 0, words.start()):
         # a sentence in Chinese or Japanese runs straight into the error's words
         return Relay(line.number, line.process, "", msg[words.start() :], own=True)
     return Relay(line.number, line.process, typ, msg, own=True)
@@ -207,14 +206,19 @@ def _relayed(msg: str, start: int) -> str | None:
     length: cannot import name ..``): what follows the last separator before ``start``
     (where the catalogue's words begin), when the words before it name a failure; else
     None (the line is the error's own words)."""
-    cuts = [m.end() for m in _SEPARATOR.finditer(msg, 0, start + 1) if m.end() <= start]
-    if not cuts or not _RELAY_WORDS.search(msg[: cuts[-1]]):
-        return None
-    return msg[cuts[-1] :]
+    cut = _last_cut(msg, start)
+    return msg[cut:] if cut and _RELAY_WORDS.search(msg[:cut]) else None
 
 
 def _labelled(msg: str, start: int) -> str | None:
     """The error's words after a user's sentence names them as the error, before
     ``start`` (where the catalogue's words begin); else None."""
+    cut = _last_cut(msg, start)
+    return msg[cut:] if cut and _SENTENCE_LABEL.search(msg[:cut]) else None
+
+
+def _last_cut(msg: str, start: int) -> int:
+    """Where the words after the last separator (a colon or a dash) before ``start``
+    begin; 0 where there is none."""
     cuts = [m.end() for m in _SEPARATOR.finditer(msg, 0, start + 1) if m.end() <= start]
-    return msg[cuts[-1] :] if cuts and _SENTENCE_LABEL.search(msg[: cuts[-1]]) else None
+    return cuts[-1] if cuts else 0

@@ -12,7 +12,9 @@ from vllmdiag.readers.triage.triaged import Evidence
 
 #: ``RuntimeError: Worker failed with error '<msg>', please check the stack trace ...``
 _QUOTE = re.compile(r"Worker failed with error '(?P<inner>.*?)'(?:,\s*please\b|\s*$)")
-_OPEN_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
+#: The same, its closing quote cut: where a wrapper quotes what a worker of vLLM's executor
+#: raised.
+WORKER_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
 #: V0's ``MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the
 #: original error: RuntimeError('...')``, as a relaying process prints it.
 _ORIGINAL = re.compile(
@@ -71,7 +73,7 @@ def quoted(link: Link) -> tuple[str, str] | None:
     m = _QUOTE.search(link.message)
     inner = m["inner"] if m else None
     if inner is None:
-        o = _OPEN_QUOTE.search(link.head)
+        o = WORKER_QUOTE.search(link.head)
         inner = o["inner"].rstrip("'") if o else None
     if not inner or not inner.strip():
         return None

@@ -169,6 +169,13 @@ _QUOTED_TYPE = re.compile(r"'type': '(?P<type>\w+)'")
 _QUOTED_DETAIL = re.compile(r"^[^{]*\{'detail': (?P<q>['\"])(?P<msg>.*?)(?P=q)\}")
 
 
+def _type_after(text: str, start: int) -> str:
+    """The body's ``'type'`` after its message (from ``start``) where it names an
+    exception (``BadRequestError``), else empty."""
+    t = _QUOTED_TYPE.search(text, start)
+    return t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
+
+
 def quoted_body(text: str) -> tuple[str, str] | None:
     """(type, message) of the body an exception's message quotes after the HTTP status
     (``Error code: 400 - {..}``, ``400 - {"object":"error",..}``): the server's error,
@@ -177,18 +184,16 @@ def quoted_body(text: str) -> tuple[str, str] | None:
         return None
     quoted = _QUOTED_MESSAGE.search(text)
     if quoted:
-        t = _QUOTED_TYPE.search(text[quoted.end() :])
-        typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
-        return typ, quoted["msg"]
+        return _type_after(text, quoted.end()), quoted["msg"]
     detail = _QUOTED_DETAIL.search(text)
     if detail:
         return "", detail["msg"]
     return body_error(text)
 
 
-#: Typographic quotes a paste (or a Chinese input method) put in place of a body's own,
-#: read as plain ones; one character for one, so places in the text stay.
-_PLAIN_QUOTES = str.maketrans("‘’“”", "''\"\"")
+#: Typographic quotes a paste (or a Chinese input method) put in place of plain ones,
+#: read as plain; one character for one, so places in the text stay.
+PLAIN_QUOTES = str.maketrans("‘’“”", "''\"\"")
 _STATUS_OPENS = re.compile(r"\bError code: [45]\d\d - \{")
 
 
@@ -198,14 +203,12 @@ def typographic_body(text: str) -> Said | None:
     its message as pasted, typed where the body's type names an exception."""
     if not any(q in text for q in "‘’“”"):
         return None
-    plain = text.translate(_PLAIN_QUOTES)
+    plain = text.translate(PLAIN_QUOTES)
     opens = _STATUS_OPENS.search(plain)
     quoted = _QUOTED_MESSAGE.search(plain, opens.end()) if opens else None
     if quoted is None:
         return None
-    t = _QUOTED_TYPE.search(plain, quoted.end())
-    typ = t["type"] if t and t["type"].endswith(("Error", "Exception")) else ""
-    return typ, text[quoted.start("msg") : quoted.end("msg")], False
+    return _type_after(plain, quoted.end()), text[quoted.start("msg") : quoted.end("msg")], False
 
 
 def status(text: str) -> Said | None:

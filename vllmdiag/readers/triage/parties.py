@@ -137,10 +137,10 @@ def framework_of(frame: Frame) -> str | None:
     or a file inside its checkout."""
     if frame.place == "dependency" and frame.package in FRAMEWORKS:
         return frame.package
-    if frame.place == "dependency" and path_project(frame.file) is not None:
-        return path_project(frame.file)  # a framework inside a library's package
     if frame.package == "ray" and _RAY_LLM.search(frame.file.replace("\\", "/")):
         return "ray"  # Ray Serve LLM and Ray Data LLM drive vLLM (Ray itself only relays)
+    if frame.place == "dependency":
+        return path_project(frame.file)  # a framework inside a library's package
     if frame.place == "user" and frame.file:
         return framework_in(frame.file)
     return None

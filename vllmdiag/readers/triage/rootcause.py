@@ -38,7 +38,7 @@ from vllmdiag.readers.triage import causes
 from vllmdiag.readers.triage.alone import known_alone
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.deaths import Death
-from vllmdiag.readers.triage.fallback import quoted, unknown_note
+from vllmdiag.readers.triage.fallback import WORKER_QUOTE, quoted, unknown_note
 from vllmdiag.readers.triage.lines import MAIN
 from vllmdiag.readers.triage.raydeaths import ActorDeath, actor_death
 from vllmdiag.readers.triage.relays import LAZY_IMPORT_MARK, Relay
@@ -106,9 +106,8 @@ _REPORTS_ABOVE = re.compile(
     r"|^Command '\[?'?(?:ninja|make|cmake|gmake|gcc|g\+\+|c\+\+|nvcc|hipcc)\b[^\n]*?"
     r" returned non-zero exit status"
 )
-#: vLLM's executor relaying what a worker raised, and its report that the worker died:
-#: where the first quotes the error, the second only says the worker went down with it.
-_WORKER_QUOTE = re.compile(r"Worker failed with error '")
+#: vLLM's executor's report that a worker died: where its wrapper quotes the worker's
+#: error (``fallback.WORKER_QUOTE``), the report only says the worker went down with it.
 _WORKER_DIED = re.compile(r"^Worker proc [\w-]+ died unexpectedly")
 #: Lines that are never an error's own words: wrappers, and reports of an error above.
 _NOT_ALONE = re.compile(f"{WRAPPER.pattern}|{_REPORTS_ABOVE.pattern}")
@@ -242,7 +241,7 @@ def choose(
                 inner = quoted(k)
                 if inner is not None:
                     cands.append(_Candidate(1, k.exc_line, _quote(tb, k, inner, cat, ev)))
-                    worker_quoted = worker_quoted or _WORKER_QUOTE.search(k.message) is not None
+                    worker_quoted = worker_quoted or WORKER_QUOTE.search(k.message) is not None
         root = _root_link(links, cat, ev.vllm_version)
         if root is None:
             continue
