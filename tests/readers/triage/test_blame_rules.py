@@ -232,11 +232,25 @@ def test_a_framework_driving_vllm_is_the_caller_not_a_dependency(tmp_path: Path)
     files = {
         f"{SITE}/litellm/__init__.py": "",
         f"{SITE}/litellm/router.py": "def acompletion():\n"
-        "    raise ConnectionError('Connection error.')\n",
+        "    raise ValueError('no deployment in the model group')\n",
         "proxy.py": "import litellm.router\nlitellm.router.acompletion()\n",
     }
     rc = _crash(tmp_path, files, "proxy.py")
     assert (rc.origin, rc.package, rc.raised_in) == ("caller", "litellm", "litellm")
+
+
+def test_a_connection_error_a_framework_reports_is_not_the_frameworks(tmp_path: Path) -> None:
+    # the same framework reporting that the server did not answer: which end failed is
+    # not in view, and the framework is no more at fault than an HTTP client
+    files = {
+        f"{SITE}/litellm/__init__.py": "",
+        f"{SITE}/litellm/router.py": "def acompletion():\n"
+        "    raise ConnectionError('Connection error.')\n",
+        "proxy.py": "import litellm.router\nlitellm.router.acompletion()\n",
+    }
+    rc = _crash(tmp_path, files, "proxy.py")
+    assert (rc.origin, rc.raised_in) == ("unknown", "litellm")
+    assert "connection failed" in rc.why
 
 
 def test_a_frameworks_checkout_is_the_caller(tmp_path: Path) -> None:

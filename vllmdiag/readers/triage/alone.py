@@ -12,10 +12,17 @@ it (``.. but I got ValueError: ..``), the quote, or what follows the type, is th
 Where a program's words saying what failed stand before the error's (``Failed to derive
 max model length: cannot import name ..``), the line relays that error. A pretty-printed
 HTTP error body's ``"message"`` line is taken whatever its words where the body's
-``"type"`` line names an exception: the body says it is an error."""
+``"type"`` line names an exception: the body says it is an error.
+
+Where the catalogue knows none of those lines, a line that says by its own marks that it
+is an error is taken (``marked_alone``): a typed error (``ValueError: ..``, alone, after a
+program's label or inside a user's sentence or quote), a record a logger wrote at error
+level, or a program's error label (``ERROR:``, uv's ``×``). Its words are the error as
+printed; whose it is, the catalogue cannot say (blame follows the words alone)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Collection, Sequence
 
@@ -29,7 +36,11 @@ from vllmdiag.readers.triage.relays import CJK, Relay
 #: (```ModuleNotFoundError` : No module named ..``), or retyped a builtin's name with a
 #: space in it (``Import Error: cannot import name ..``: the type as printed).
 _TYPED = re.compile(
-    r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)|(?:Import|Value|Type|Attribute|Runtime"
+    r"^`?(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)"
+    # a class named with its module's dotted path (``huggingface_hub.utils._http.
+    # OfflineModeIsEnabled``): an exception's type, whatever its name ends with
+    r"|[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w+"
+    r"|(?:Import|Value|Type|Attribute|Runtime"
     r"|Key|Index|Assertion|Name|OS|Memory|ModuleNotFound|NotImplemented|FileNotFound"
     r"|Permission|Connection|Timeout) Error)`? ?: (?P<msg>\S.*)$"
 )
@@ -37,6 +48,12 @@ _TYPED = re.compile(
 #: logger's bare ``ERROR - ``), a user's number in a list of errors (``2. ImportError:``),
 #: or uv's marks for an error and each cause under it (``×``, ``├─▶``, ``╰─▶``).
 _LABEL = re.compile(r"^(?:(?:ERROR|Error|error)(?::| -)|\d{1,2}[.)]|×|[├╰]─▶) +(?=\S)")
+#: A CUDA compiler's diagnostic (``ptxas fatal   : Value 'sm_110a' is not defined ..``,
+#: ``ptxas /tmp/x.ptx, line 57; error : Modifier ..``): the program, then its words after
+#: the severity.
+_DIAGNOSTIC = re.compile(
+    r"^(?P<prog>ptxas|nvcc|nvlink|cicc|fatbinary)\b[^;:]*?[;:]?\s*(?:fatal|error)\s*:\s*(?=\S)"
+)
 #: A C++ program's place in its source before its words (Ray's ``gcs_rpc_client.h:552:
 #: Failed to connect to GCS ..``, its log header cut).
 _SOURCE_PLACE = re.compile(r"^[\w.-]+\.(?:h|hh|hpp|c|cc|cpp|cu|cuh):\d+: +(?=\S)")
@@ -65,7 +82,11 @@ _OS_ERROR = re.compile(r"^\[Errno \d+\] ")
 _LOOSE_BODY = re.compile(r"""^"message": ?['"](?P<msg>.+?)["'],?$""")
 #: The line as a user quoted it: in double quotes or backticks, each closed by its own
 #: kind (a line that opens with a backticked name and ends with a quoted word is no quote).
-_QUOTED = re.compile(r'^(?:["“]\s*(?P<inner>\S.*?)\s*["”]|`\s*(?P<ticked>\S.*?)\s*`)$')
+_QUOTED = re.compile(
+    r'^(?:["“]\s*(?P<inner>\S.*?)\s*["”]|`\s*(?P<ticked>\S.*?)\s*`'
+    # a Python string's repr of the message, pasted whole (``'No available memory ..'``)
+    r"|'(?P<single>[A-Z][^']*\s[^']*)')$"
+)
 #: A pair of double quotes (plain or typographic) or of backticks around a user's quote,
 #: the nearest closing mark (``_PAIRS``) or the farthest (``_OUTER``: a quote with
 #: backticks of its own inside, ```Cannot set `add_generation_prompt` to True ..` ``; a
@@ -106,7 +127,7 @@ def known_alone(
     ``read``: numbers of lines another reader already read (a death notice the process
     lived on after)."""
     warned = next((i for i, k in enumerate(ending) if _WARNING.search(k.text)), len(ending))
-    for line in reversed(ending[:warned]):
+    for line in reversed([_as_diagnostic(k) for k in ending[:warned]]):
         if line.level in _QUIET or line.number in read:
             continue
         if line.level is None and line.record is not None and not is_error_record(line):
@@ -114,7 +135,7 @@ def known_alone(
         whole = line.text.strip()
         quoted = _QUOTED.match(whole)
         if quoted:
-            whole = quoted["inner"] or quoted["ticked"]
+            whole = quoted["inner"] or quoted["ticked"] or quoted["single"]
         if not whole or len(whole) > _LONGEST or _SOURCE.match(whole):
             continue
         if skip.search(whole) or _ELSEWHERE.search(whole):
@@ -126,6 +147,136 @@ def known_alone(
             got = _read(text, line, ending, cat, version)
             if got is not None:
                 return got
+    return None
+
+
+#: A logger's or a program's label of what follows as an error, inside a record
+#: (Xinference's ``Leave chat, error: <error>``, ``.. failed with error: <error>``).
+_ERROR_LABEL = re.compile(r"(?:^|[,;]\s*|\s)(?:[Ee]rror|ERROR)(?: message)?: (?=\S)")
+#: A line that only points elsewhere for the error (``see above``, ``see the logs``), or
+#: says that a command whose own output holds the error failed (pip's
+#: ``subprocess-exited-with-error``, BuildKit's ``did not complete successfully: exit
+#: code: 1``).
+_POINTER = re.compile(
+    r"(?i)\bsee (?:above|below|the (?:logs?|output|error)\b)|\bfor details\b"
+    r"|subprocess-exited-with-error|\bfailed building wheel|could not build wheels"
+    r"|did not complete successfully|\bexit (?:code|status):? ?-?\d|returned non-zero"
+    r"|\bthe following (?:exception|error)|\bshould be written to\b|\baborted due to errors\b"
+)
+#: A record's words that read as a sentence: three words or more, not code (a frame's
+#: source line a logger printed, ``self._init_executor()``, carets).
+_SENTENCE = re.compile(r"^(?=[\w'\"])(?![\w.]+\(.*\)$)(?=.*[A-Za-z]{2,}\s+\S+\s+\S)[^^~]*$")
+#: uv's mark for the error it reports (its causes follow under ``╰─▶``).
+_UV_ERROR = re.compile(r"^× +(?=\S)")
+#: A shell that could not find a command (``/bin/sh: 1: /usr/local/cuda/bin/nvcc: not
+#: found``): the shell's own error line.
+_SHELL_NOT_FOUND = re.compile(
+    r"^(?P<prog>(?:/[\w.-]+)*/?(?:sh|bash|dash|zsh|ksh)): (?:line )?\d+: "
+    r"(?P<msg>\S.*: (?:command )?not found)$"
+)
+#: vLLM's executor's wrapper quoting a worker's error, inside a user's sentence (``I'm
+#: getting this error: "RuntimeError: Worker failed with error '<error>', please check
+#: the stack trace above for the root cause"``): the quoted error.
+_WORKER_QUOTED = re.compile(r"Worker failed with error '(?P<inner>.+?)'(?:,\s*please\b|[\"”]?\s*$)")
+
+
+def marked_alone(
+    ending: Sequence[Line],
+    cat: Catalogue,
+    version: str | None,
+    skip: re.Pattern[str],
+    read: Collection[int] = (),
+) -> Relay | None:
+    """The error among ``ending`` whose line says by its own marks that it is one, where
+    the catalogue knows none of them as a failure: a shell's ``command not found``, the
+    error vLLM's wrapper quotes inside a user's sentence (a relay), the last typed error
+    line (alone, labelled, or inside a user's sentence or quote), else the last record at
+    error level that its process did not log on after, else the last line a program
+    labels as an error (uv's ``×`` line before its causes). None where no line is so marked; a line
+    the catalogue knows as harmless is never taken."""
+    warned = next((i for i, k in enumerate(ending) if _WARNING.search(k.text)), len(ending))
+    lines = [
+        k
+        for k in map(_as_diagnostic, ending[:warned])
+        if k.level not in _QUIET
+        and k.number not in read
+        and _plain(k.text.strip(), skip)
+        and not _harmless(k.text.strip(), cat, version)
+    ]
+    for line in reversed(ending[:warned]):
+        text = line.text.strip()
+        shell = _SHELL_NOT_FOUND.match(text)
+        if shell:
+            return Relay(line.number, shell["prog"], "", shell["msg"], own=True)
+        quoted = _WORKER_QUOTED.search(text) if line.number not in read else None
+        if quoted:
+            inner = _TYPED.match(quoted["inner"])
+            typ, msg = (inner["type"], inner["msg"]) if inner else ("", quoted["inner"])
+            return Relay(line.number, line.process, typ, msg)
+    for line in reversed(lines):
+        typed = _typed_in(line.text.strip())
+        if typed is not None:
+            return Relay(line.number, line.process, typed[0], typed[1], own=True)
+    for line in reversed(lines):
+        went_on = any(k.number > line.number and k.level in _QUIET for k in ending)
+        if is_error_record(line) and not went_on:
+            text = _SOURCE_PLACE.sub("", _LABEL.sub("", line.text.strip()))
+            cut = [m.end() for m in _ERROR_LABEL.finditer(text)]
+            words = text[cut[-1] :] if cut else text
+            if len(words) >= _WORDS and _SENTENCE.match(words):
+                return Relay(line.number, line.process, "", words, own=True)
+    uv = next((k for k in lines if _UV_ERROR.match(k.text.strip())), None)
+    for line in [uv] if uv is not None else reversed(lines):
+        text = line.text.strip()
+        label = _LABEL.match(text)
+        if label and len(text) - label.end() >= _WORDS:
+            return Relay(line.number, line.process, "", text[label.end() :], own=True)
+    return None
+
+
+def _as_diagnostic(line: Line) -> Line:
+    """A compiler's diagnostic as the compiler's own line: its words after the severity,
+    its process the compiler (as ``ninja``'s and ``cmake``'s own lines are read)."""
+    d = _DIAGNOSTIC.match(line.text.strip())
+    if d is None:
+        return line
+    return dataclasses.replace(line, process=d["prog"], text=line.text.strip()[d.end() :])
+
+
+def _harmless(text: str, cat: Catalogue, version: str | None) -> bool:
+    """The catalogue knows the line's words as harmless (a program logged them and went
+    on)."""
+    words = _SOURCE_PLACE.sub("", _LABEL.sub("", text))
+    typed = _TYPED.match(words)
+    typ, msg = (typed["type"], typed["msg"]) if typed else ("", words)
+    hit = match(cat, typ, msg, [], version)
+    return hit is not None and hit.entry.benign
+
+
+def _plain(text: str, skip: re.Pattern[str]) -> bool:
+    """The line may hold an error's own words: not empty, not too long, no source code, no
+    wrapper and no pointer to an error elsewhere."""
+    return (
+        bool(text)
+        and len(text) <= _LONGEST
+        and not _SOURCE.match(text)
+        and not skip.search(text)
+        and not _ELSEWHERE.search(text)
+        and not _POINTER.search(text)
+    )
+
+
+def _typed_in(text: str) -> tuple[str, str] | None:
+    """(type, message) of a typed error the line is or holds: the line itself (after a
+    program's label), the last quote in it that is one, or the last type a sentence
+    names, with what follows it."""
+    for part in (_SOURCE_PLACE.sub("", _LABEL.sub("", text)), *_quotes_in(text)):
+        typed = _TYPED.match(part)
+        if typed:
+            return typed["type"], typed["msg"]
+    inner = _typed_before(text, len(text))
+    if inner is not None and len(inner[1].strip()) >= _WORDS // 2:
+        return inner[0], inner[1].strip()
     return None
 
 

@@ -32,7 +32,12 @@ frame alone:
    version (or the vLLM change that dropped the argument) is in view: then the caller,
    unnamed, passes what this vLLM does not take (see ``arguments``);
 4. an attribute a lookup refused (``__getattr__``) is the asker's: see ``lookups``;
-5. otherwise the frame that raised (a dispatcher such as ``torch.ops`` only carries the
+5. a message in vLLM's code (or with no frame in view) whose words say what to do, or
+   that refuse a setting or name the machine, is read by them (see ``wording``); a
+   connection error an HTTP client raised, or the file system refusing to make a
+   directory, is read by what failed, not by the library that reported it; a test's
+   failed assertion only checks (``unknown``: the code under test is not in view);
+6. otherwise the frame that raised (a dispatcher such as ``torch.ops`` only carries the
    call of the op's owner; a stack the paste cut in vLLM's engine layers shows no
    raiser): vLLM's code is ``vllm``, another package's is ``dependency``, a framework's
    or the workload's own script is ``caller`` (see ``parties``); none in view is
@@ -65,6 +70,7 @@ from vllmdiag.readers.triage.parties import (
     short,
 )
 from vllmdiag.readers.triage.rules import RULE, by_rule
+from vllmdiag.readers.triage.wording import by_file_system, by_transport, by_words
 
 __all__ = [
     "ORIGINS",
@@ -184,6 +190,9 @@ def decide(
         )
     if argument:
         return by_passer(typ, passer, seen, not frames, message)
+    made = by_file_system(typ, message, funcs)
+    if made is not None:
+        return made
     looked = lookup_blame(typ, message, frames)
     if looked is not None:
         origin, package, why = looked
@@ -223,6 +232,17 @@ def decide(
     declined = _declined(typ, message, frames)
     if declined is not None:
         return declined
+    worded = by_transport(typ, raiser, message) or by_words(message, raiser)
+    if worded is not None:
+        return worded
+    tested = raiser is not None and _TEST_FILE.search(_norm(raiser.file))
+    if tested and typ.rsplit(".", 1)[-1] == "AssertionError":
+        return Blame(
+            "unknown",
+            None,
+            "a test's assertion failed: the test only checks what the code under test gave, "
+            "and that code is not in view",
+        )
     if raiser is not None:
         return by_place(raiser, rule_why)
     if passed_through:
@@ -237,6 +257,10 @@ def decide(
         None,
         "no frame of the failing code is in view and the message does not say whose it is",
     )
+
+
+#: A test's own file (pytest's ``tests/../test_x.py``, ``x_test.py``).
+_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]+|[^/]+_test)\.py$")
 
 
 def _declined(typ: str, message: str, frames: list[Frame]) -> Blame | None:

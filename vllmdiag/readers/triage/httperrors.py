@@ -10,6 +10,7 @@ line's relay of it."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -35,6 +36,18 @@ _BARE_JS_STATUS = re.compile(
 #: A client's record of the status a server answered (goose's ``Request failed: Request
 #: failed with status: 422 Unprocessable Entity``, Xinference's client's ``Server error:
 #: 400 - <the server's message>``).
+#: A client's record of the status it got, then the server's message (coze-studio's
+#: ``embed failed, error, status code: 400, status: 400 Bad Request, message: <msg>``).
+_STATUS_MESSAGE = re.compile(r"\bstatus code: [45]\d\d\b.*?\bmessage: (?P<msg>\S.*)$")
+#: A gRPC client's status (``rpc error: code = Unimplemented desc = Unexpected <class
+#: 'NotImplementedError'>: Method not implemented!``): the server's description, typed
+#: where it names the exception's class.
+_RPC_STATUS = re.compile(
+    r"\brpc error: code = \w+ desc = (?:Unexpected <class '(?P<type>[\w.]+)'>: )?(?P<msg>\S.*?)\"?$"
+)
+#: A client's record of an HTTP status with its reason phrase, then the server's words
+#: (``HTTP 422: Unprocessable Entity - Failed to deserialize the JSON body ..``).
+_STATUS_REASON = re.compile(r"\bHTTP [45]\d\d:? [A-Z][A-Za-z ]{2,40} - (?P<msg>\S.*)$")
 _REQUEST_STATUS = re.compile(
     r"\b(?P<msg>Request failed(?::| with status:) (?:Request failed with status: )?"
     r"[45]\d\d\b.*?)\.?$"
@@ -106,6 +119,7 @@ _JSON_RECORD_LEVEL = re.compile(r'"level": ?"(?:ERROR|CRITICAL|FATAL|error|criti
 _JSON_RECORD_MESSAGE = re.compile(r'"(?:message|msg)": ?"(?P<msg>(?:[^"\\]|\\.)+)"')
 SAYS_WHAT_FAILED = re.compile(
     r"(?i)error|fail|\bnot\b|cannot|unable|invalid|unexpected|missing|refused|denied|timed out"
+    r"|\brequired\b"
 )
 #: An error body pretty-printed over lines: its ``"message": ".."`` line, and the
 #: ``"type"`` line that names the exception (straight quotes; a caller makes typographic
@@ -227,14 +241,23 @@ def status(text: str) -> Said | None:
     said = _JS_STATUS_MESSAGE.match(text) if text[:1] in "45" else None
     if said:
         return "", said["msg"], False
-    r = _REQUEST_STATUS.search(text) if "Request failed" in text else None
-    if r:
-        return "", r["msg"], False
-    d = _DETAIL_BODY.search(text) if "status_code: " in text else None
-    if d:
-        return "", d["msg"], False
-    s = _SERVER_ERROR.search(text) if "error: " in text else None
-    return ("", s["msg"], False) if s else None
+    for needle, pattern in _STATUS_THEN_WORDS:
+        told = pattern.search(text) if needle in text else None
+        if told:
+            return "", told["msg"], False
+    rpc = _RPC_STATUS.search(text) if "rpc error: " in text else None
+    return (rpc["type"] or "", rpc["msg"], False) if rpc else None
+
+
+#: A client's status, then the server's words (what a line must hold for each to be
+#: tried, and the pattern), in the order they are tried.
+_STATUS_THEN_WORDS = (
+    ("Request failed", _REQUEST_STATUS),
+    ("status_code: ", _DETAIL_BODY),
+    ("error: ", _SERVER_ERROR),
+    ("HTTP ", _STATUS_REASON),
+    ("status code: ", _STATUS_MESSAGE),
+)
 
 
 def context_length(text: str) -> Said | None:
@@ -263,7 +286,67 @@ def body(text: str) -> Said | None:
         b = pattern.search(text)
         if b:
             return b.groupdict().get("type") or "", b["msg"].strip(), False
-    return None
+    parsed = parsed_body(text)
+    return (parsed[0], parsed[1], False) if parsed is not None else None
+
+
+#: The longest text a body is parsed from (a body is a line; a page is no body).
+_LONGEST_BODY = 20000
+
+
+def parsed_body(text: str) -> tuple[str, str] | None:
+    """(type, message) of an error body the line holds whole, parsed as JSON or as the
+    dict Python prints, whatever order its keys come in: ``{"error": {"code": 500,
+    "message": ".."}}``, ``{"error": ".."}``, ``{'message': "..", 'object': 'error'}``, a
+    body nested as a string in another's ``message``; a body cut before it closes gives its
+    message's first line. The type only where the body's names an exception; None where
+    the line holds no such body (a dict without an error in it is no error)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start == -1 or end - start > _LONGEST_BODY:
+        return None
+    value = _decoded(text[start : end + 1]) if end > start else None
+    if value is None:
+        cut = _CUT_MESSAGE.search(text[start:])  # a body the paste cut: its message's first line
+        return ("", cut["msg"]) if cut else None
+    return _error_of(value) if isinstance(value, dict) else None
+
+
+#: The message of a JSON error body that the paste (or a UI) cut before it closed, up to
+#: its first escaped line break.
+_CUT_MESSAGE = re.compile(
+    r'^\{"error": ?\{"message": ?"(?P<msg>(?:[^"\\]|\\[^n])+?)(?:\\n|\.\.\.|$)'
+)
+
+
+def _decoded(source: str) -> object:
+    """``source`` read as JSON, else as the literal Python prints; None where it is
+    neither."""
+    try:
+        return json.loads(source)
+    except ValueError:
+        try:
+            return ast.literal_eval(source)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+
+
+def _error_of(body: dict[object, object]) -> tuple[str, str] | None:
+    """(type, message) of a decoded error body (see ``parsed_body``)."""
+    inner = body.get("error")
+    if isinstance(inner, dict):
+        return _error_of({**inner, "object": "error"})
+    if isinstance(inner, str) and inner.strip():
+        typed = re.match(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>\S.*)$", inner)
+        return (typed["type"], typed["msg"]) if typed else ("", inner.strip())
+    message = body.get("message", body.get("msg"))
+    if isinstance(message, str) and message.lstrip().startswith("{"):
+        nested = _decoded(message.strip())  # a body nested as a string in another's message
+        if isinstance(nested, dict):
+            return _error_of(nested)
+    if body.get("object") != "error" or not isinstance(message, str) or not message.strip():
+        return None
+    kind = body.get("type")
+    return _exception_type(kind) if isinstance(kind, str) else "", message.strip()
 
 
 def body_text(text: str) -> Said | None:

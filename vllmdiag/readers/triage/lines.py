@@ -202,12 +202,13 @@ def unglue(raw: str) -> list[str]:
     return [record for part in _untag(raw) for record in _unrecord(part)]
 
 
-#: A traceback's last frame, its ``File "`` cut with the paste, glued to its source line
-#: and its exception line (``configs/x.py", line 13, in <module>     ('a', 1) TypeError:
-#: 'tuple' object is not callable``).
+#: A traceback's last frame, its ``File "`` cut with the paste or kept, glued to its
+#: source line and its exception line (``configs/x.py", line 13, in <module>     ('a', 1)
+#: TypeError: 'tuple' object is not callable``; ``File "../adapters.py", line 519, in send
+#: raise ConnectionError(e, request=request) requests.exceptions.ConnectionError: ..``).
 _CUT_FRAME_GLUED = re.compile(
-    r'^(?P<file>[^\s"]+\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s+(?P<src>\S.*?)\s+'
-    r"(?P<exc>[A-Z][\w.]*(?:Error|Exception): \S.*)$"
+    r'^\s*(?:File ")?(?P<file>[^\s"]+\.py)", line (?P<line>\d+), in (?P<func>[\w<>.]+)\s+'
+    r"(?P<src>\S.*?)\s+(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception): \S.*)$"
 )
 
 

@@ -87,7 +87,26 @@ def frames_of(files: Sequence[str], funcs: Sequence[str], tool_dirs: Sequence[st
         place, package = classify(f, tool_dirs)
         if place is not None:
             out.append(Frame(place, package, f, funcs[i] if i < len(funcs) else ""))
-    return out
+    roots = {r for f in out if f.place == "vllm" and (r := _checkout_root(f.file))}
+    return [
+        Frame("vllm", "vllm", f.file, f.func)
+        if f.place == "user" and _checkout_root(f.file, top=True) in roots
+        else f
+        for f in out
+    ]
+
+
+def _checkout_root(path: str, *, top: bool = False) -> str:
+    """The folder of vLLM's package in a source checkout (``/workspace/vllm/``) where
+    ``path`` lies under it (``top``: directly in it, ``/workspace/vllm/config.py``); else
+    empty. A module directly in a folder named ``vllm`` is vLLM's where other frames of the
+    same stack lie deeper in that folder as vLLM's (the image's checkout at
+    ``/workspace/vllm``), not a user's script in a project so named."""
+    p = path.replace("\\", "/")
+    cut = p.rfind("/vllm/")
+    if cut == -1 or (top and "/" in p[cut + len("/vllm/") :]):
+        return ""
+    return p[: cut + len("/vllm/")]
 
 
 def framework_in_view(frames: list[Frame], seen: Seen) -> str | None:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from vllmdiag.readers.triage import causes
-from vllmdiag.readers.triage.alone import known_alone
+from vllmdiag.readers.triage.alone import known_alone, marked_alone
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.deaths import Death
 from vllmdiag.readers.triage.fallback import WORKER_QUOTE, quoted, unknown_note
@@ -290,6 +290,10 @@ def choose(
         # (not a line a follow-on candidate already reads)
         read = {d.line for d in ev.deaths} | {c.line for c in cands}
         alone = known_alone(ev.ending, cat, ev.vllm_version, _NOT_ALONE, read)
+        if alone is None and not cands and not tbs and not truncated:
+            # no traceback and no error the catalogue knows: a line whose own marks say
+            # it is one
+            alone = marked_alone(ev.ending, cat, ev.vllm_version, _NOT_ALONE, read)
         if alone is not None:
             said = dataclasses.replace(ev, relay=alone)
             cands.append(_Candidate(1, alone.line, _relayed(said, cat, None)))

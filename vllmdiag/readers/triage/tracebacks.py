@@ -38,6 +38,9 @@ from vllmdiag.readers.triage.traceback_model import (
 
 __all__ = ["Frame", "Link", "Traceback", "TracebackParser"]
 
+#: The stream of untagged raw output.
+_RAW_MAIN = (MAIN, False)
+
 _TB_START = "Traceback (most recent call last):"
 #: A user's number before a traceback's header, listing the errors of several runs
 #: (``1.Traceback ..``, then ``2.Traceback ..``).
@@ -76,7 +79,9 @@ _ARROW = re.compile(r"^-+> ?\d+ ")
 #: An exception line: its type (a C++ one namespaced: ``c10::AcceleratorError``), then its
 #: message after a colon (a paste may have put a space before the colon: ``ValueError :``).
 _EXC = re.compile(
-    r"^(?P<type>[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*(?:\([\w.]+\))?)(?: ?:(?: (?P<msg>.*))?)?$"
+    r"^(?P<type>[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*(?:\([\w.]+\))?)"
+    # a code span's closing backtick a paste left after a bare type (``AssertionError` ``)
+    r"(?:`(?=$)|(?: ?:(?: (?P<msg>.*))?)?)$"
 )
 #: Type names an exception line is recognised by without its header or frames in view.
 _EXC_NAME = re.compile(
@@ -155,6 +160,9 @@ class TracebackParser:
         self.orphan_indent: dict[tuple[str, bool], int] = {}
         self.dropped = 0
         self._fed = 0
+        #: a tagged stream whose traceback header the paste kept its tag on while its
+        #: frames and exception line below lost it: the untagged lines go on with it
+        self.adopted: tuple[str, bool] | None = None
 
     @property
     def has_open(self) -> bool:
@@ -164,7 +172,17 @@ class TracebackParser:
         """Take one line; True when it belongs to a traceback (frame, message, chain)."""
         key = (line.process, line.level is not None)
         stripped = line.text.strip()
+        if key == _RAW_MAIN and self.adopted is not None:
+            if self.adopted in self.open:
+                key = self.adopted
+            else:
+                self.adopted = None
         st = self.open.get(key)
+        if st is None and key == _RAW_MAIN and stripped.startswith('File "'):
+            adopted = self._header_above(line.number)
+            if adopted is not None:
+                self.adopted = key = adopted
+                st = self.open[key]
         if st is None and line.process != MAIN and line.text[:1] in (" ", "\t"):
             st = self._retagged(key, line)
         if st is None and key == (MAIN, False) and line.record is None and self._wrapped(line):
@@ -189,6 +207,16 @@ class TracebackParser:
             self._finish(key, complete=True)
             return self._outside(key, line, stripped)
         return True
+
+    def _header_above(self, number: int) -> tuple[str, bool] | None:
+        """The tagged stream whose traceback header is right above an untagged first frame
+        (the paste kept the tag on the header alone), where exactly one such is open."""
+        keys = [
+            k
+            for k, st in self.open.items()
+            if k[0] != MAIN and st.state == "frames" and not st.frames and st.start >= number - 1
+        ]
+        return keys[0] if len(keys) == 1 else None
 
     def _wrapped(self, line: Line) -> bool:
         """An untagged line that goes on with the message of a tagged process's exception

@@ -34,6 +34,13 @@ _FINISHED = re.compile(r"^Throughput: [\d.]+ requests/s|^Avg latency: [\d.]+ sec
 _PROGRESS = "Processed prompts:"
 _ALL_DONE = re.compile(r"^\s*100%\|")
 _CLI_ERROR = re.compile(r"^(?P<prog>[\w][\w .\-/<>\[\]]*): error: (?P<msg>.+)$")
+#: argparse's refusal quoted in a user's sentence, in backticks or quotes, its spaces
+#: kept or lost in the retyping (`` `vllm: error: unrecognized arguments: --x` ``,
+#: ``“vllm:error:unrecognized arguments:--x”``).
+_QUOTED_CLI_ERROR = re.compile(
+    r"[`\"“](?P<prog>[\w][\w.\-/]*): ?error: ?(?P<msg>(?:unrecognized arguments|argument "
+    r"|the following arguments are required|invalid choice)[^`\"”]*)[`\"”]"
+)
 #: A command line refused without the program's name: clap's (uv, ruff, rust programs:
 #: ``error: unexpected argument '--x' found``), and argparse's own messages where the
 #: paste lost the ``prog:`` in front of them (and the usage line above).
@@ -52,6 +59,13 @@ _CLICK_ERROR = re.compile(r"^Error: \[(?P<prog>[\w.-]+)\] `(?P<cmd>[\w-]+)` fail
 #: click's own refusal of a command line, which names no program (``Error: Missing
 #: option '--target'``, ``Error: No such option: --x``): the process that printed it.
 _CLICK_REFUSED = re.compile(rf"^Error: (?P<msg>{relays.CLICK_REFUSAL}.*)$")
+#: rich-click's and Typer's panel around click's refusal (``╭─ Error ───╮`` above
+#: ``│ Got unexpected extra argument (x) │``, its borders peeled by the normaliser): the
+#: panel's first line is the refusal.
+_PANEL_HEAD = re.compile(r"^╭─+ Error ─")
+_PANEL_LINE = re.compile(rf"^(?:│\s*)?(?P<msg>{relays.CLICK_REFUSAL}.*?)\s*│?$")
+#: How many lines below its head a panel's refusal may stand.
+_PANEL_LINES = 2
 #: A shell refusing an option in a script (a container's entrypoint):
 #: ``/usr/bin/entrypoint.sh: line 6: exec: --: invalid option``.
 _SHELL_ERROR = re.compile(
@@ -118,6 +132,11 @@ class Watch:
         self._previous: tuple[str, str] = ("", "")
         #: lines the relayed message may still go on over
         self._continuing = 0
+        #: lines below an error panel's head where its refusal may still stand
+        self._panel = 0
+        #: the last pretty-printed body's ``"type"`` line (number, type): it may stand above
+        #: the ``"message"`` line it types
+        self._body_type: tuple[int, str] | None = None
 
     def _refused(self, number: int, text: str, process: str) -> None:
         """A command line a CLI or a shell script refused, in their own formats."""
@@ -133,6 +152,18 @@ class Watch:
         if sh:
             self.cli_error = (number, sh["msg"], sh["prog"])
 
+    def _in_panel(self, number: int, text: str, process: str) -> None:
+        """A line of rich-click's error panel: its head opens it, its first line that is
+        click's refusal is the refused command line (the process that printed it)."""
+        if _PANEL_HEAD.match(text):
+            self._panel = _PANEL_LINES
+            return
+        self._panel -= 1
+        refused = _PANEL_LINE.match(text)
+        if refused and self.cli_error is None:
+            self.cli_error = (number, refused["msg"], process)
+            self._panel = 0
+
     def busy(self) -> bool:
         """Whether the next lines matter even without a marker."""
         return (
@@ -140,6 +171,7 @@ class Watch:
             or self.deaths.collecting
             or self.pip.collecting
             or self._continuing > 0
+            or self._panel > 0
         )
 
     def feed(self, number: int, raw: bytes) -> None:
@@ -153,17 +185,22 @@ class Watch:
         text = line.text
         if not in_traceback:
             self.deaths.feed(line)
+            if self._panel or _PANEL_HEAD.match(text.strip()):
+                self._in_panel(number, text.strip(), line.process)
             if self.cli_error is None and ("rror: " in text or ": line " in text):
                 self._refused(number, text.strip(), line.process)
-            if self.cli_error is None and "error: " in text:
+            if self.cli_error is None and "error:" in text:
                 m = _CLI_ERROR.match(text.strip())
                 if m and m["prog"].strip().lower() in _NOT_A_CLI:
                     m = None  # a cluster manager's or daemon's own error line
                 c = None if m else _CLAP_ERROR.match(text.strip())
+                q = None if m or c else _QUOTED_CLI_ERROR.search(text)
                 if m:
                     self.cli_error = (number, m["msg"], m["prog"])
                 elif c:  # clap does not name the program: the process that printed it
                     self.cli_error = (number, c["msg"], line.process)
+                elif q:  # a user's quote of the refusal
+                    self.cli_error = (number, q["msg"].strip(), q["prog"])
             if self.relay is not None and self.relay.pip and "dependenc" in text:
                 self._pip_again(line)
             if self.relay is None:
@@ -172,6 +209,9 @@ class Watch:
                 self._goes_on(text)
             elif self.relay.typed_below and number <= self.relay.line + _TYPE_BELOW:
                 self._typed_below(text)
+            if '"type"' in text:
+                t = httperrors.BODY_TYPE_LINE.match(text.strip())
+                self._body_type = (number, t["type"]) if t else self._body_type
         self._previous = (line.process, text)
         if self.pip.collecting:
             self.pip.feed(number, text)
@@ -198,6 +238,10 @@ class Watch:
         relay = relays.classify(line, is_error_record(line))
         if relay is None:
             return
+        typed_above = self._body_type
+        if relay.typed_below and typed_above and line.number - typed_above[0] <= _TYPE_BELOW:
+            # the body put its ``"type"`` line above its ``"message"`` line
+            relay = dataclasses.replace(relay, type=typed_above[1], typed_below=False)
         if relay.pip:
             self.pip.start = line.number
         process, previous = self._previous
