@@ -28,6 +28,7 @@ from collections.abc import Collection, Sequence
 
 from vllmdiag.readers.triage.catalogue import Catalogue
 from vllmdiag.readers.triage.causes import match
+from vllmdiag.readers.triage.fallback import WORKER_QUOTED
 from vllmdiag.readers.triage.httperrors import BODY_LINE, BODY_TYPE_LINE, PLAIN_QUOTES
 from vllmdiag.readers.triage.lines import Line, is_error_record
 from vllmdiag.readers.triage.relays import CJK, Relay
@@ -174,10 +175,6 @@ _SHELL_NOT_FOUND = re.compile(
     r"^(?P<prog>(?:/[\w.-]+)*/?(?:sh|bash|dash|zsh|ksh)): (?:line )?\d+: "
     r"(?P<msg>\S.*: (?:command )?not found)$"
 )
-#: vLLM's executor's wrapper quoting a worker's error, inside a user's sentence (``I'm
-#: getting this error: "RuntimeError: Worker failed with error '<error>', please check
-#: the stack trace above for the root cause"``): the quoted error.
-_WORKER_QUOTED = re.compile(r"Worker failed with error '(?P<inner>.+?)'(?:,\s*please\b|[\"”]?\s*$)")
 
 
 def marked_alone(
@@ -208,8 +205,10 @@ def marked_alone(
         shell = _SHELL_NOT_FOUND.match(text)
         if shell:
             return Relay(line.number, shell["prog"], "", shell["msg"], own=True)
-        quoted = _WORKER_QUOTED.search(text) if line.number not in read else None
-        if quoted:
+        # vLLM's wrapper inside a user's sentence (``I'm getting this error: "RuntimeError:
+        # Worker failed with error '<error>', please check .."``): the error it quotes
+        quoted = WORKER_QUOTED.search(text) if line.number not in read else None
+        if quoted and quoted["inner"].strip():
             inner = _TYPED.match(quoted["inner"])
             typ, msg = (inner["type"], inner["msg"]) if inner else ("", quoted["inner"])
             return Relay(line.number, line.process, typ, msg)

@@ -70,7 +70,12 @@ from vllmdiag.readers.triage.parties import (
     short,
 )
 from vllmdiag.readers.triage.rules import RULE, by_rule
-from vllmdiag.readers.triage.wording import by_file_system, by_transport, by_words
+from vllmdiag.readers.triage.wording import (
+    by_file_system,
+    by_test_check,
+    by_transport,
+    by_words,
+)
 
 __all__ = [
     "ORIGINS",
@@ -232,17 +237,13 @@ def decide(
     declined = _declined(typ, message, frames)
     if declined is not None:
         return declined
-    worded = by_transport(typ, raiser, message) or by_words(message, raiser)
+    worded = (
+        by_transport(typ, raiser, message)
+        or by_words(message, raiser)
+        or by_test_check(typ, raiser)
+    )
     if worded is not None:
         return worded
-    tested = raiser is not None and _TEST_FILE.search(_norm(raiser.file))
-    if tested and typ.rsplit(".", 1)[-1] == "AssertionError":
-        return Blame(
-            "unknown",
-            None,
-            "a test's assertion failed: the test only checks what the code under test gave, "
-            "and that code is not in view",
-        )
     if raiser is not None:
         return by_place(raiser, rule_why)
     if passed_through:
@@ -257,10 +258,6 @@ def decide(
         None,
         "no frame of the failing code is in view and the message does not say whose it is",
     )
-
-
-#: A test's own file (pytest's ``tests/../test_x.py``, ``x_test.py``).
-_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]+|[^/]+_test)\.py$")
 
 
 def _declined(typ: str, message: str, frames: list[Frame]) -> Blame | None:

@@ -11,7 +11,8 @@ from vllmdiag.readers.triage.tracebacks import Link
 from vllmdiag.readers.triage.triaged import Evidence
 
 #: ``RuntimeError: Worker failed with error '<msg>', please check the stack trace ...``
-_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.*?)'(?:,\s*please\b|\s*$)")
+#: (also inside a user's quote of it, its closing mark after the wrapper's own)
+WORKER_QUOTED = re.compile(r"Worker failed with error '(?P<inner>.*?)'(?:,\s*please\b|[\"”]?\s*$)")
 #: The same, its closing quote cut: where a wrapper quotes what a worker of vLLM's executor
 #: raised.
 WORKER_QUOTE = re.compile(r"Worker failed with error '(?P<inner>.+)")
@@ -70,7 +71,7 @@ def quoted(link: Link) -> tuple[str, str] | None:
         return r["type"], r["msg"]
     if _REQUEST_FAILED.match(link.message):
         return link.type, link.message
-    m = _QUOTE.search(link.message)
+    m = WORKER_QUOTED.search(link.message)
     inner = m["inner"] if m else None
     if inner is None:
         o = WORKER_QUOTE.search(link.head)

@@ -330,13 +330,17 @@ def _decoded(source: str) -> object:
             return None
 
 
+#: A body's error string that names its type (``"AttributeError : 'x' object has ..``).
+_TYPED_TEXT = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>\S.*)$")
+
+
 def _error_of(body: dict[object, object]) -> tuple[str, str] | None:
     """(type, message) of a decoded error body (see ``parsed_body``)."""
     inner = body.get("error")
     if isinstance(inner, dict):
         return _error_of({**inner, "object": "error"})
     if isinstance(inner, str) and inner.strip():
-        typed = re.match(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)) ?: (?P<msg>\S.*)$", inner)
+        typed = _TYPED_TEXT.match(inner)
         return (typed["type"], typed["msg"]) if typed else ("", inner.strip())
     message = body.get("message", body.get("msg"))
     if isinstance(message, str) and message.lstrip().startswith("{"):

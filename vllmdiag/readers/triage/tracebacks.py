@@ -185,7 +185,7 @@ class TracebackParser:
                 st = self.open[key]
         if st is None and line.process != MAIN and line.text[:1] in (" ", "\t"):
             st = self._retagged(key, line)
-        if st is None and key == (MAIN, False) and line.record is None and self._wrapped(line):
+        if st is None and key == _RAW_MAIN and line.record is None and self._wrapped(line):
             return True
         self._fed += 1
         if self._fed % 256 == 0 and self.open:
@@ -244,7 +244,7 @@ class TracebackParser:
         """An exception line without a process tag, right above an indented line of its
         message that has one: the paste cut the tag off the exception line (the message
         goes on under the process's tag), so the exception is that process's."""
-        untagged = (MAIN, False)
+        untagged = _RAW_MAIN
         st = self.open.get(untagged)
         if st is None or st.state != "after" or st.exc_line != line.number - 1 or st.frames:
             return None
@@ -468,7 +468,7 @@ class TracebackParser:
         """Frames printed without any prefix right above an exception line that has a
         process tag (a paste, or a capture, that kept the tag on the exception line
         alone): that exception's own stack."""
-        raw = (MAIN, False)
+        raw = _RAW_MAIN
         if key[0] == MAIN or not self.orphans.get(raw):
             return None
         if self.traceish.get(raw, -9) < line.number - 2:

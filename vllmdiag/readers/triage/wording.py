@@ -19,6 +19,7 @@ the message (pure): the last readings before the frame that raised decides
   Error``) make it that library's (``dependency``).
 - ``by_transport``: a connection error an HTTP client raised is no defect of the client.
 - ``by_file_system``: the file system refusing to make a directory is the machine.
+- ``by_test_check``: a test's failed assertion only checks (``unknown``).
 
 What the words do not settle is left to the frames: a message naming the hardware, the
 platform, a build, its kernels or a model architecture as what is lacking (``requires
@@ -144,6 +145,25 @@ def by_file_system(typ: str, message: str, funcs: Sequence[str]) -> Blame | None
         None,
         "the file system refused to make a directory (os.makedirs): the machine's user, "
         "home or disk must allow it, not the code that asked for the folder",
+    )
+
+
+#: A test's own file (pytest's ``tests/../test_x.py``, ``x_test.py``).
+_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]+|[^/]+_test)\.py$")
+
+
+def by_test_check(typ: str, raiser: Frame | None) -> Blame | None:
+    """A test's failed assertion: the test only checks what the code under test gave, and
+    that code is not in view (``unknown``)."""
+    if raiser is None or typ.rsplit(".", 1)[-1] != "AssertionError":
+        return None
+    if not _TEST_FILE.search(raiser.file.replace("\\", "/")):
+        return None
+    return Blame(
+        "unknown",
+        None,
+        "a test's assertion failed: the test only checks what the code under test gave, "
+        "and that code is not in view",
     )
 
 
